@@ -1,0 +1,79 @@
+// Building Schedules from generators: ranks, streams, groups, ops with their
+// dependencies, and the two shapes that need care — a matched send/recv pair
+// and a collective with one op per group member. Ids come back from each call.
+// The builder checks arguments as it goes (throws std::invalid_argument);
+// build() runs the full validation.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/schedule/schedule.hpp"
+
+namespace rm::schedule {
+
+// Where an op belongs in the training step.
+struct Where {
+  Phase phase = Phase::forward;
+  int layer = -1;
+  int step = -1;
+};
+
+struct ComputeCost {
+  double flops = 0.0;
+  int64_t blocks = 0;
+  int64_t tokens = 0;
+};
+
+struct P2PSpec {
+  int send_rank = 0;
+  int send_stream = 0;
+  int recv_rank = 0;
+  int recv_stream = 0;
+  int64_t bytes = 0;
+  Where where;
+  int64_t tag = 0;
+};
+
+struct P2PIds {
+  OpId send = -1;
+  OpId recv = -1;
+};
+
+class ScheduleBuilder {
+ public:
+  explicit ScheduleBuilder(nlohmann::json experiment = nlohmann::json::object(),
+                           std::string generator = "");
+
+  int add_rank(int gpu);                                          // returns the rank id
+  int add_stream(int rank, StreamKind kind, std::string name = "");  // id on that rank; name defaults to the kind
+  int stream(int rank, StreamKind kind) const;                    // first stream of that kind; throws if none
+  int add_group(std::vector<int> ranks, std::string name = "");   // returns the group id
+
+  OpId add_op(Op op);  // op.id is assigned; everything else is taken as given
+  OpId compute(int rank, int stream, OpKind kind, Where where, ComputeCost cost,
+               std::vector<OpId> deps = {});
+  void add_dep(OpId op, OpId dep);
+  void add_deps(OpId op, std::span<const OpId> deps);
+
+  // A send on send_rank and its matching recv on recv_rank.
+  P2PIds p2p(const P2PSpec& spec);
+  // Marks ops (send/recv of one rank and stream) as one launch, like
+  // ncclGroupStart/End: every op but the lowest id gets joined = true.
+  void launch_together(std::span<const OpId> ops);
+  // One op per member of `group`, in group member order, on each member's
+  // first stream of `stream_kind`. `root` is the broadcast root (else ignored).
+  std::vector<OpId> collective(int group, OpKind kind, int64_t bytes, Where where,
+                               StreamKind stream_kind, int64_t tag = 0, int root = -1);
+
+  const Schedule& peek() const { return s_; }
+  Schedule build() &&;  // validates; throws ScheduleError naming the first problem
+
+ private:
+  void check_op(OpId op) const;
+  Schedule s_;
+};
+
+}  // namespace rm::schedule

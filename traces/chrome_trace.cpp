@@ -1,0 +1,219 @@
+#include "traces/chrome_trace.hpp"
+
+#include <cmath>
+#include <iterator>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "traces/text_file.hpp"
+#include "traces/trace_error.hpp"
+
+namespace rm::traces {
+
+namespace {
+
+constexpr std::string_view kFormat = "ringmaster.timeline";
+constexpr int kVersion = 1;
+
+void append_json_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20)
+          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
+        else
+          out.push_back(c);
+    }
+  }
+  out.push_back('"');
+}
+
+// Names a process (rank) or thread (stream) and fixes its position in the UI.
+void append_meta(std::string& out, std::string_view what, int pid, int tid, std::string_view name, int sort_index) {
+  fmt::format_to(std::back_inserter(out), "{{\"ph\":\"M\",\"name\":\"{}_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":",
+                 what, pid, tid);
+  append_json_string(out, name);
+  out += "}},\n";
+  fmt::format_to(std::back_inserter(out),
+                 "{{\"ph\":\"M\",\"name\":\"{}_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}},\n",
+                 what, pid, tid, sort_index);
+}
+
+void append_event(std::string& out, const Event& e, size_t index) {
+  if (!std::isfinite(e.start_s) || !std::isfinite(e.end_s) || e.end_s < e.start_s)
+    throw TraceError(fmt::format("event {} (op {}, rank {}): times must be finite with end >= start, got [{}, {}]",
+                                 index, e.op, e.rank, e.start_s, e.end_s));
+  double ts = e.start_s * 1e6;
+  double dur = e.end_s * 1e6 - ts;  // reader takes end = (ts + dur) / 1e6
+  out += "{\"ph\":\"X\",\"name\":";
+  append_json_string(out, e.name);
+  out += ",\"cat\":";
+  append_json_string(out, e.category);
+  fmt::format_to(std::back_inserter(out), ",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"args\":{{", e.rank, e.stream,
+                 ts, dur);
+  std::string_view sep = "";
+  auto field = [&](std::string_view key) {
+    fmt::format_to(std::back_inserter(out), "{}\"{}\":", sep, key);
+    sep = ",";
+  };
+  if (e.op >= 0) field("op"), fmt::format_to(std::back_inserter(out), "{}", e.op);
+  if (e.layer >= 0) field("layer"), fmt::format_to(std::back_inserter(out), "{}", e.layer);
+  if (!e.phase.empty()) field("phase"), append_json_string(out, e.phase);
+  if (e.step >= 0) field("step"), fmt::format_to(std::back_inserter(out), "{}", e.step);
+  if (e.bytes != 0) field("bytes"), fmt::format_to(std::back_inserter(out), "{}", e.bytes);
+  if (e.flops != 0) field("flops"), fmt::format_to(std::back_inserter(out), "{}", e.flops);
+  out += "}},\n";
+}
+
+int int_field(const nlohmann::json& ev, const char* key, size_t index, const std::string& name) {
+  auto it = ev.find(key);
+  if (it == ev.end() || !it->is_number_integer())
+    throw TraceError(fmt::format("{}: traceEvents[{}]: \"{}\" must be an integer", name, index, key));
+  return it->get<int>();
+}
+
+double number_field(const nlohmann::json& ev, const char* key, size_t index, const std::string& name) {
+  auto it = ev.find(key);
+  if (it == ev.end() || !it->is_number())
+    throw TraceError(fmt::format("{}: traceEvents[{}]: \"{}\" must be a number", name, index, key));
+  return it->get<double>();
+}
+
+template <class T>
+T arg_or(const nlohmann::json& args, const char* key, T fallback, size_t index, const std::string& name) {
+  auto it = args.find(key);
+  if (it == args.end()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw TraceError(fmt::format("{}: traceEvents[{}]: args.{} has the wrong type", name, index, key));
+  }
+}
+
+Source read_source(const nlohmann::json& root, const std::string& name) {
+  if (!root.is_object() || !root.contains("otherData")) {
+    // Kineto (PyTorch profiler) traces carry no otherData block but these keys.
+    if (root.is_object() && (root.contains("deviceProperties") || root.contains("distributedInfo")))
+      return Source::kineto;
+    throw TraceError(fmt::format("{}: no otherData block naming the source", name));
+  }
+  const auto od = root.find("otherData");
+  if (!od->is_object()) throw TraceError(fmt::format("{}: otherData must be an object", name));
+  if (od->contains("format") && od->at("format") != kFormat)
+    throw TraceError(fmt::format("{}: otherData.format is {}, expected \"{}\"", name, od->at("format").dump(), kFormat));
+  if (od->contains("version") && od->at("version") != kVersion)
+    throw TraceError(fmt::format("{}: unsupported timeline version {} (this build reads {})", name,
+                                 od->at("version").dump(), kVersion));
+  auto src = od->find("source");
+  std::optional<Source> s;
+  if (src != od->end() && src->is_string()) s = parse_source(src->get<std::string>());
+  if (!s)
+    throw TraceError(fmt::format("{}: otherData.source must be one of analytic, simgrid, runtime-cpu, runtime-cuda, "
+                                 "kineto",
+                                 name));
+  return *s;
+}
+
+}  // namespace
+
+std::string to_chrome_json(const Timeline& t) {
+  std::vector<Event> sorted;  // copied only when the caller's events are not yet canonical
+  if (!std::is_sorted(t.events.begin(), t.events.end(), canonical_less)) {
+    sorted = t.events;
+    std::stable_sort(sorted.begin(), sorted.end(), canonical_less);
+  }
+  const auto& events = sorted.empty() ? t.events : sorted;
+
+  std::set<int> ranks;
+  std::set<StreamKey> streams;
+  for (const auto& [r, n] : t.rank_names) ranks.insert(r);
+  for (const auto& [k, n] : t.stream_names) ranks.insert(k.rank), streams.insert(k);
+  for (const auto& e : events) ranks.insert(e.rank), streams.insert({e.rank, e.stream});
+
+  std::string out;
+  out.reserve(256 + events.size() * 160);
+  out += "{\"traceEvents\":[\n";
+  for (int r : ranks) append_meta(out, "process", r, 0, t.rank_name(r), r);
+  for (const auto& k : streams) append_meta(out, "thread", k.rank, k.stream, t.stream_name(k.rank, k.stream), k.stream);
+  for (size_t i = 0; i < events.size(); ++i) append_event(out, events[i], i);
+  if (out.ends_with(",\n")) out.resize(out.size() - 2), out += "\n";  // JSON allows no trailing comma
+  nlohmann::json other = {{"format", kFormat}, {"version", kVersion}, {"source", to_string(t.source)},
+                          {"metadata", t.metadata}};
+  fmt::format_to(std::back_inserter(out), "],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{}}}\n", other.dump());
+  return out;
+}
+
+Timeline from_chrome_json(std::string_view text, const std::string& name) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw TraceError(fmt::format("{}: not valid JSON ({})", name, e.what()));
+  }
+  Timeline t;
+  t.source = read_source(root, name);
+  if (root.is_object() && root.contains("otherData") && root["otherData"].contains("metadata")) {
+    const auto& m = root["otherData"]["metadata"];
+    if (!m.is_object()) throw TraceError(fmt::format("{}: otherData.metadata must be an object", name));
+    t.metadata = m;
+  }
+  const nlohmann::json* events = root.is_array() ? &root : nullptr;
+  if (!events) {
+    auto it = root.find("traceEvents");
+    if (it == root.end() || !it->is_array()) throw TraceError(fmt::format("{}: traceEvents must be an array", name));
+    events = &*it;
+  }
+  for (size_t i = 0; i < events->size(); ++i) {
+    const auto& ev = (*events)[i];
+    if (!ev.is_object()) throw TraceError(fmt::format("{}: traceEvents[{}] is not an object", name, i));
+    std::string ph = ev.value("ph", "");
+    if (ph == "M") {
+      std::string what = ev.value("name", "");
+      if (what != "process_name" && what != "thread_name") continue;
+      auto args = ev.find("args");
+      if (args == ev.end() || !args->is_object() || !args->contains("name") || !args->at("name").is_string())
+        throw TraceError(fmt::format("{}: traceEvents[{}]: {} needs args.name", name, i, what));
+      std::string n = args->at("name").get<std::string>();
+      int pid = int_field(ev, "pid", i, name);
+      if (what == "process_name") {
+        if (n != fmt::format("rank {}", pid)) t.rank_names[pid] = n;  // defaults are not stored
+      } else {
+        int tid = int_field(ev, "tid", i, name);
+        if (n != fmt::format("stream {}", tid)) t.stream_names[{pid, tid}] = n;
+      }
+      continue;
+    }
+    if (ph != "X") continue;  // instants, counters, flows: not part of a Timeline
+    Event e;
+    e.rank = int_field(ev, "pid", i, name);
+    e.stream = int_field(ev, "tid", i, name);
+    e.name = ev.value("name", "");
+    e.category = ev.value("cat", "");
+    double ts = number_field(ev, "ts", i, name);
+    double dur = number_field(ev, "dur", i, name);
+    e.start_s = ts / 1e6;
+    e.end_s = (ts + dur) / 1e6;
+    if (auto a = ev.find("args"); a != ev.end() && a->is_object()) {
+      e.op = arg_or<int64_t>(*a, "op", -1, i, name);
+      e.layer = arg_or<int>(*a, "layer", -1, i, name);
+      e.phase = arg_or<std::string>(*a, "phase", "", i, name);
+      e.step = arg_or<int>(*a, "step", -1, i, name);
+      e.bytes = arg_or<int64_t>(*a, "bytes", 0, i, name);
+      e.flops = arg_or<double>(*a, "flops", 0.0, i, name);
+    }
+    t.events.push_back(std::move(e));
+  }
+  return t;
+}
+
+void write_chrome_trace(const Timeline& t, const std::string& path) { write_text_file_atomic(path, to_chrome_json(t)); }
+
+Timeline read_chrome_trace(const std::string& path) { return from_chrome_json(read_text_file(path), path); }
+
+}  // namespace rm::traces
