@@ -1,0 +1,62 @@
+#include "sim/config/config_store.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "sim/config/embedded_configs.hpp"
+#include "sim/config/json_reader.hpp"
+
+namespace fs = std::filesystem;
+
+namespace rm {
+
+ConfigStore::ConfigStore(std::vector<std::string> search_dirs) : dirs_(std::move(search_dirs)) {}
+
+LoadedConfig ConfigStore::load(const std::string& kind, const std::string& name, const std::string& asked_by,
+                               const std::string& relative_to) const {
+  const bool is_path = name.find('/') != std::string::npos || name.ends_with(".json") || name.ends_with(".json.gz");
+  if (is_path) {
+    fs::path p(name);
+    if (p.is_relative() && !relative_to.empty()) p = fs::path(relative_to) / p;
+    if (!fs::exists(p)) throw ConfigError(fmt::format("{}: {} file \"{}\" not found", asked_by, kind, p.string()));
+    return {read_json_file(p.string()), p.string(), p.parent_path().string()};
+  }
+  for (const auto& d : dirs_) {
+    fs::path p = fs::path(d) / kind / (name + ".json");
+    if (fs::exists(p)) return {read_json_file(p.string()), p.string(), p.parent_path().string()};
+  }
+  const std::string rel = kind + "/" + name + ".json";
+  for (const auto& e : embedded_configs()) {
+    if (e.path == rel) {
+      std::string source = "<embedded>/" + rel;
+      return {parse_json_text(e.text, source), source, ""};
+    }
+  }
+  auto known = names(kind);
+  throw ConfigError(fmt::format("{}: unknown {} \"{}\" (known: {})", asked_by, kind.substr(0, kind.size() - 1), name,
+                                fmt::join(known, ", ")));
+}
+
+std::vector<std::string> ConfigStore::names(const std::string& kind) const {
+  std::set<std::string> out;
+  for (const auto& d : dirs_) {
+    fs::path dir = fs::path(d) / kind;
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    for (const auto& f : fs::directory_iterator(dir, ec))
+      if (f.path().extension() == ".json") out.insert(f.path().stem().string());
+  }
+  const std::string prefix = kind + "/";
+  for (const auto& e : embedded_configs()) {
+    if (e.path.starts_with(prefix)) {
+      std::string_view rest = e.path.substr(prefix.size());
+      if (rest.ends_with(".json")) out.insert(std::string(rest.substr(0, rest.size() - 5)));
+    }
+  }
+  return {out.begin(), out.end()};
+}
+
+}  // namespace rm

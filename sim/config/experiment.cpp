@@ -1,0 +1,228 @@
+#include "sim/config/experiment.hpp"
+
+#include <fmt/format.h>
+
+#include "sim/config/json_reader.hpp"
+
+namespace rm {
+
+const char* to_string(Partition p) {
+  switch (p) {
+    case Partition::contiguous: return "contiguous";
+    case Partition::zigzag: return "zigzag";
+    case Partition::stripe: return "stripe";
+    case Partition::balanced: return "balanced";
+  }
+  return "?";
+}
+const char* to_string(RingKind r) {
+  switch (r) {
+    case RingKind::ring: return "ring";
+    case RingKind::double_ring: return "double_ring";
+    case RingKind::hierarchical: return "hierarchical";
+  }
+  return "?";
+}
+const char* to_string(PlacementOrder p) {
+  switch (p) {
+    case PlacementOrder::head_first: return "head_first";
+    case PlacementOrder::context_first: return "context_first";
+    case PlacementOrder::interleaved: return "interleaved";
+  }
+  return "?";
+}
+const char* to_string(Checkpoint c) {
+  switch (c) {
+    case Checkpoint::none: return "none";
+    case Checkpoint::full: return "full";
+    case Checkpoint::selective: return "selective";
+  }
+  return "?";
+}
+const char* to_string(Scope s) {
+  switch (s) {
+    case Scope::attention_fwd: return "attention_fwd";
+    case Scope::attention_fwd_bwd: return "attention_fwd_bwd";
+    case Scope::layer: return "layer";
+    case Scope::step: return "step";
+  }
+  return "?";
+}
+std::optional<Partition> partition_from_string(std::string_view s) {
+  for (auto p : {Partition::contiguous, Partition::zigzag, Partition::stripe, Partition::balanced})
+    if (s == to_string(p)) return p;
+  return std::nullopt;
+}
+
+namespace {
+
+// A reference that may be a name to load: (key path, config kind).
+struct NamedRef {
+  std::vector<std::string> path;
+  const char* kind;
+};
+const NamedRef kRefs[] = {{{"cluster"}, "clusters"}, {{"model"}, "models"}, {{"workload", "pattern"}, "patterns"}};
+
+const NamedRef* ref_at(const std::vector<std::string>& path) {
+  for (const auto& r : kRefs)
+    if (r.path == path) return &r;
+  return nullptr;
+}
+
+nlohmann::json parse_value(const std::string& text) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error&) {
+    return text;
+  }
+}
+
+// Inlines a named reference in place (a string becomes the object it names).
+void inline_ref(nlohmann::json& node, const NamedRef& ref, const ConfigStore& store, const std::string& base_dir,
+                const std::string& asked_by) {
+  if (!node.is_string()) return;
+  auto loaded = store.load(ref.kind, node.get<std::string>(), asked_by, base_dir);
+  node = std::move(loaded.json);
+}
+
+}  // namespace
+
+void apply_override(nlohmann::json& experiment, const std::string& assignment, const ConfigStore& store,
+                    const std::string& base_dir) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError(fmt::format("--set {}: expected path=value, e.g. workload.seq_len=128k", assignment));
+  std::string path = assignment.substr(0, eq);
+  std::vector<std::string> keys;
+  for (size_t start = 0;;) {
+    auto dot = path.find('.', start);
+    keys.push_back(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (keys.back().empty()) throw ConfigError(fmt::format("--set {}: empty key in path \"{}\"", assignment, path));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  nlohmann::json* node = &experiment;
+  std::vector<std::string> walked;
+  for (size_t i = 0; i + 1 < keys.size(); ++i) {
+    if (!node->is_object())
+      throw ConfigError(fmt::format("--set {}: \"{}\" is not an object", assignment, fmt::join(walked, ".")));
+    walked.push_back(keys[i]);
+    nlohmann::json& next = (*node)[keys[i]];
+    if (const NamedRef* r = ref_at(walked)) inline_ref(next, *r, store, base_dir, "--set " + assignment);
+    if (next.is_null()) next = nlohmann::json::object();
+    node = &next;
+  }
+  if (!node->is_object())
+    throw ConfigError(fmt::format("--set {}: \"{}\" is not an object", assignment, fmt::join(walked, ".")));
+  (*node)[keys.back()] = parse_value(assignment.substr(eq + 1));
+}
+
+Experiment load_experiment(const ConfigStore& store, const std::string& file,
+                           const std::vector<std::string>& overrides) {
+  LoadedConfig loaded = file.empty() ? store.load("experiments", kDefaultExperiment, "default experiment")
+                                     : store.load("experiments", file, "experiment");
+  for (const auto& o : overrides) apply_override(loaded.json, o, store, loaded.base_dir);
+  return parse_experiment(std::move(loaded.json), loaded.source, loaded.base_dir, store);
+}
+
+Experiment parse_experiment(nlohmann::json j, const std::string& source, const std::string& base_dir,
+                            const ConfigStore& store) {
+  Experiment e;
+  e.source = source;
+  JsonReader r(j, source);
+  e.name = r.str_or("name", "experiment");
+
+  // Named parts are inlined so the experiment can travel alone (a Schedule carries it).
+  auto load_part = [&](nlohmann::json& node, const NamedRef& ref, const std::string& key) -> std::pair<std::string, std::string> {
+    if (node.is_string()) {
+      auto loaded = store.load(ref.kind, node.get<std::string>(), fmt::format("{}: $.{}", source, key), base_dir);
+      node = std::move(loaded.json);
+      return {loaded.source, loaded.base_dir};
+    }
+    if (!node.is_object())
+      throw ConfigError(fmt::format("{}: $.{}: expected a {} name or an inline object", source, key, ref.kind));
+    return {fmt::format("{} ($.{})", source, key), base_dir};
+  };
+
+  if (!r.has("cluster")) r.fail("cluster", "missing required field");
+  if (!r.has("model")) r.fail("model", "missing required field");
+  auto [cluster_src, cluster_dir] = load_part(j["cluster"], kRefs[0], "cluster");
+  auto [model_src, model_dir] = load_part(j["model"], kRefs[1], "model");
+  e.cluster = parse_cluster(JsonReader(j["cluster"], cluster_src));
+  e.model = parse_model(JsonReader(j["model"], model_src));
+
+  {
+    auto w = r.object("workload");
+    e.workload.seq_len = w.size("seq_len", 1, int64_t(1) << 34);
+    e.workload.batch = static_cast<int>(w.integer_or("batch", 1, 1 << 20, 1));
+    e.workload.block_q = w.integer_or("block_q", 16, 4096, 128);
+    e.workload.block_k = w.integer_or("block_k", 16, 4096, 64);
+    e.workload.seed = static_cast<uint64_t>(w.integer_or("seed", 0, int64_t(1) << 62, 1));
+    if (!w.has("pattern")) w.fail("pattern", "missing required field");
+    auto [pat_src, pat_dir] = load_part(j["workload"]["pattern"], kRefs[2], "workload.pattern");
+    e.workload.pattern = j["workload"]["pattern"];
+    e.workload.pattern_source = pat_src;
+    e.workload.pattern_base_dir = pat_dir;
+    w.finish();
+  }
+  {
+    auto p = r.object("parallel");
+    e.parallel.dp = static_cast<int>(p.integer_or("dp", 1, 1 << 20, 1));
+    e.parallel.hp = static_cast<int>(p.integer_or("hp", 1, 1 << 20, 1));
+    e.parallel.cp = static_cast<int>(p.integer_or("cp", 1, 1 << 20, 1));
+    e.parallel.partition =
+        *partition_from_string(p.one_of_or("partition", {"contiguous", "zigzag", "stripe", "balanced"}, "zigzag"));
+    e.parallel.stripe_tokens = p.has("stripe_tokens") ? p.size("stripe_tokens", 1, int64_t(1) << 30) : 128;
+    std::string ring = p.one_of_or("ring", {"ring", "double_ring", "hierarchical"}, "ring");
+    e.parallel.ring = ring == "double_ring" ? RingKind::double_ring
+                      : ring == "hierarchical" ? RingKind::hierarchical : RingKind::ring;
+    e.parallel.window = static_cast<int>(p.integer_or("window", 1, 1 << 20, 1));
+    std::string pl = p.one_of_or("placement", {"head_first", "context_first", "interleaved"}, "head_first");
+    e.parallel.placement = pl == "context_first" ? PlacementOrder::context_first
+                           : pl == "interleaved" ? PlacementOrder::interleaved : PlacementOrder::head_first;
+    std::string ck = p.one_of_or("checkpoint", {"none", "full", "selective"}, "full");
+    e.parallel.checkpoint = ck == "none" ? Checkpoint::none : ck == "selective" ? Checkpoint::selective : Checkpoint::full;
+    e.parallel.zero_stage = static_cast<int>(p.integer_or("zero_stage", 0, 3, 1));
+
+    // Cross-field checks: each names the field to change.
+    const auto& P = e.parallel;
+    if (P.world() > e.cluster.gpus())
+      p.fail("cp", fmt::format("dp*hp*cp = {}*{}*{} = {} exceeds the {} GPUs of cluster {}", P.dp, P.hp, P.cp,
+                               P.world(), e.cluster.gpus(), e.cluster.name));
+    if (e.model.heads % P.hp != 0)
+      p.fail("hp", fmt::format("expected a divisor of the model's {} heads, got {}", e.model.heads, P.hp));
+    const int64_t S = e.workload.seq_len;
+    auto need_divisible = [&](int64_t unit, const std::string& why) {
+      if (S % unit != 0)
+        p.fail("partition", fmt::format("{} partition needs workload.seq_len divisible by {} ({}), got {}",
+                                        to_string(P.partition), unit, why, S));
+    };
+    switch (P.partition) {
+      case Partition::contiguous: need_divisible(int64_t(P.cp) * P.hp, "cp*hp"); break;
+      case Partition::zigzag: need_divisible(2 * int64_t(P.cp) * P.hp, "2*cp*hp"); break;
+      case Partition::stripe:
+      case Partition::balanced: need_divisible(int64_t(P.cp) * P.stripe_tokens * P.hp, "cp*stripe_tokens*hp"); break;
+    }
+    if (P.ring == RingKind::double_ring && (P.window < 1 || P.cp % P.window != 0))
+      p.fail("window", fmt::format("expected a divisor of cp ({}), got {}", P.cp, P.window));
+    if (P.placement == PlacementOrder::interleaved) {
+      if (P.ring != RingKind::double_ring)
+        p.fail("placement", "interleaved places double-ring windows: it needs parallel.ring = double_ring");
+      if (P.window >= 8 || P.window == P.cp || P.cp % (2 * P.window) != 0)
+        p.fail("placement", fmt::format("interleaved windows need window < 8, window < cp and cp divisible by "
+                                        "2*window (LoongTrain), got window {} with cp {}", P.window, P.cp));
+    }
+    p.finish();
+  }
+  e.scope = [&] {
+    std::string s = r.one_of_or("scope", {"attention_fwd", "attention_fwd_bwd", "layer", "step"}, "step");
+    return s == "attention_fwd" ? Scope::attention_fwd
+           : s == "attention_fwd_bwd" ? Scope::attention_fwd_bwd
+           : s == "layer" ? Scope::layer : Scope::step;
+  }();
+  r.finish();
+  e.resolved = std::move(j);
+  return e;
+}
+
+}  // namespace rm

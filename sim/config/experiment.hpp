@@ -1,0 +1,83 @@
+// An experiment: cluster + model + workload + parallelisation + scope, loaded
+// strictly from JSON (configs/experiments/), with `--set path=value`
+// overrides applied before validation. The keys of DESIGN.md's "Experiment
+// keys everyone relies on" table are the stable names used here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/config/cluster.hpp"
+#include "sim/config/config_store.hpp"
+#include "sim/config/model.hpp"
+
+namespace rm {
+
+enum class Partition { contiguous, zigzag, stripe, balanced };
+enum class RingKind { ring, double_ring, hierarchical };
+enum class PlacementOrder { head_first, context_first, interleaved };
+enum class Checkpoint { none, full, selective };
+enum class Scope { attention_fwd, attention_fwd_bwd, layer, step };
+
+const char* to_string(Partition p);
+const char* to_string(RingKind r);
+const char* to_string(PlacementOrder p);
+const char* to_string(Checkpoint c);
+const char* to_string(Scope s);
+std::optional<Partition> partition_from_string(std::string_view s);
+
+struct Workload {
+  int64_t seq_len = 0;
+  int batch = 1;
+  nlohmann::json pattern;       // the pattern spec, inlined
+  std::string pattern_source;   // where it came from, for error messages
+  std::string pattern_base_dir; // index files named in the pattern resolve against it
+  int64_t block_q = 128;        // kernel tile, query rows
+  int64_t block_k = 64;         // kernel tile, key columns
+  uint64_t seed = 1;            // pattern generators and random inputs
+};
+
+struct Parallel {
+  int dp = 1, hp = 1, cp = 1;
+  Partition partition = Partition::contiguous;
+  int64_t stripe_tokens = 128;
+  RingKind ring = RingKind::ring;
+  int window = 1;  // double-ring window w (context ranks per inner ring)
+  PlacementOrder placement = PlacementOrder::head_first;
+  Checkpoint checkpoint = Checkpoint::full;
+  int zero_stage = 1;  // ZeRO stage of the data-parallel optimizer (0..3)
+  int world() const { return dp * hp * cp; }
+};
+
+struct Experiment {
+  std::string name;
+  std::string source;  // the file it came from, or "<embedded>/experiments/..."
+  Cluster cluster;
+  Model model;
+  Workload workload;
+  Parallel parallel;
+  Scope scope = Scope::step;
+  nlohmann::json resolved;  // the whole experiment with cluster, model and pattern inlined
+};
+
+// The name of the experiment embedded as the default (configs/experiments/).
+inline constexpr const char* kDefaultExperiment = "mtraining-qwen2.5-3b-512k";
+
+// Applies one "a.b.c=value" override to an experiment JSON. Values parse as JSON
+// when they can ("8", "true", "{...}"), else as strings ("512k", "zigzag"). Named
+// cluster/model/pattern references on the way are inlined first, so
+// "cluster.nodes=2" works when cluster is a name.
+void apply_override(nlohmann::json& experiment, const std::string& assignment, const ConfigStore& store,
+                    const std::string& base_dir);
+
+// Loads `file` (or the embedded default when empty), applies overrides in order and validates.
+Experiment load_experiment(const ConfigStore& store, const std::string& file,
+                           const std::vector<std::string>& overrides = {});
+Experiment parse_experiment(nlohmann::json j, const std::string& source, const std::string& base_dir,
+                            const ConfigStore& store);
+
+}  // namespace rm

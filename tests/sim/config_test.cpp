@@ -1,0 +1,112 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sim/config/experiment.hpp"
+#include "sim/config/json_reader.hpp"
+
+namespace rm {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Sizes, SuffixesAreBinary) {
+  EXPECT_EQ(parse_size_text("512k", "x"), 524288);
+  EXPECT_EQ(parse_size_text("1M", "x"), 1048576);
+  EXPECT_EQ(parse_size_text("128K", "x"), 131072);
+  EXPECT_EQ(parse_size_text("4096", "x"), 4096);
+  EXPECT_THAT(error_of([] { parse_size_text("12q", "f.json: $.a"); }), HasSubstr("f.json: $.a: expected a size"));
+  EXPECT_THAT(error_of([] { parse_size_text("k", "w"); }), HasSubstr("expected a size"));
+}
+
+TEST(Reader, NamesFilePathAndExpectation) {
+  auto j = nlohmann::json::parse(R"({"a": {"b": -3, "c": "x", "typo": 1}})");
+  JsonReader r(j, "exp.json");
+  auto a = r.object("a");
+  EXPECT_THAT(error_of([&] { a.integer("b", 1, 10); }), HasSubstr("exp.json: $.a.b: expected an integer in [1, 10], got -3"));
+  EXPECT_THAT(error_of([&] { a.number("c", 0, 1); }), HasSubstr("$.a.c: expected a number"));
+  EXPECT_THAT(error_of([&] { a.str("missing"); }), HasSubstr("$.a.missing: missing required field"));
+  EXPECT_THAT(error_of([&] { a.finish(); }), HasSubstr("$.a.typo: unknown key"));
+}
+
+TEST(Configs, EveryShippedConfigLoads) {
+  ConfigStore store;
+  for (const auto& name : store.names("clusters")) {
+    auto c = store.load("clusters", name, "test");
+    EXPECT_NO_THROW(parse_cluster(JsonReader(c.json, c.source))) << name;
+  }
+  for (const auto& name : store.names("models")) {
+    auto m = store.load("models", name, "test");
+    EXPECT_NO_THROW(parse_model(JsonReader(m.json, m.source))) << name;
+  }
+  for (const auto& name : store.names("experiments")) EXPECT_NO_THROW(load_experiment(store, name)) << name;
+  for (const char* want : {"a100-40g-4x8-hdr", "a100-80g-8x8-hdr", "h100-8x8-ndr", "h200-1x8", "v100-dgx1-1x8"})
+    EXPECT_NO_THROW(store.load("clusters", want, "test")) << want;
+  for (const char* want : {"qwen2.5-3b", "llama3-8b", "llama2-7b", "llama2-7b-gqa"})
+    EXPECT_NO_THROW(store.load("models", want, "test")) << want;
+}
+
+TEST(Configs, DefaultExperimentIsMTrainingSetup) {
+  ConfigStore store;
+  Experiment e = load_experiment(store, "");
+  EXPECT_EQ(e.model.name, "qwen2.5-3b");
+  EXPECT_EQ(e.model.layers, 36);
+  EXPECT_EQ(e.model.heads, 16);
+  EXPECT_EQ(e.model.kv_heads, 2);
+  EXPECT_EQ(e.workload.seq_len, 524288);
+  EXPECT_EQ(e.cluster.gpus(), 32);
+  EXPECT_EQ(e.cluster.nodes, 4);
+  EXPECT_EQ(e.parallel.cp, 32);
+  EXPECT_EQ(e.parallel.partition, Partition::stripe);
+  EXPECT_EQ(e.parallel.stripe_tokens, 128);
+  EXPECT_EQ(e.parallel.ring, RingKind::hierarchical);
+  EXPECT_DOUBLE_EQ(e.cluster.nic.bandwidth_GBps, 25.0);  // 200 Gb/s
+  // The resolved experiment inlines everything it named.
+  EXPECT_TRUE(e.resolved["cluster"].is_object());
+  EXPECT_TRUE(e.resolved["workload"]["pattern"].is_object());
+}
+
+TEST(Configs, OverridesApplyInOrder) {
+  ConfigStore store;
+  Experiment e = load_experiment(store, "", {"workload.seq_len=128k", "parallel.cp=8", "parallel.partition=zigzag",
+                                             "cluster.nodes=2", "parallel.ring=ring"});
+  EXPECT_EQ(e.workload.seq_len, 131072);
+  EXPECT_EQ(e.parallel.cp, 8);
+  EXPECT_EQ(e.parallel.partition, Partition::zigzag);
+  EXPECT_EQ(e.cluster.nodes, 2);  // the named cluster was inlined, then changed
+  Experiment f = load_experiment(store, "", {"cluster=h100-8x8-ndr", "model=llama3-8b"});
+  EXPECT_EQ(f.cluster.name, "h100-8x8-ndr");
+  EXPECT_EQ(f.model.heads, 32);
+}
+
+TEST(Configs, BadInputNamesTheField) {
+  ConfigStore store;
+  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"parallel.cp=64"}); }),
+              HasSubstr("$.parallel.cp: dp*hp*cp = 1*1*64 = 64 exceeds the 32 GPUs"));
+  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"workload.pattern=nope"}); }),
+              HasSubstr("unknown pattern \"nope\""));
+  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"parallel.stripe_tokens=100"}); }),
+              HasSubstr("stripe partition needs workload.seq_len divisible by 3200"));
+  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"parallel.colour=red"}); }),
+              HasSubstr("$.parallel.colour: unknown key"));
+  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"parallel.ring=spiral"}); }),
+              HasSubstr("$.parallel.ring: expected one of ring, double_ring, hierarchical"));
+  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"cluster.gpu.memory_GB=\"lots\""}); }),
+              HasSubstr("$.gpu.memory_GB: expected a number"));
+  EXPECT_THAT(error_of([&] { load_experiment(store, "/nonexistent/exp.json"); }),
+              HasSubstr("/nonexistent/exp.json\" not found"));
+  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"nonsense"}); }), HasSubstr("expected path=value"));
+  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"parallel.hp=3"}); }),
+              HasSubstr("$.parallel.hp: expected a divisor of the model's 16 heads"));
+}
+
+}  // namespace
+}  // namespace rm

@@ -1,0 +1,54 @@
+// What every ringmaster command shares: how an experiment is named and
+// overridden on the command line, progress on a terminal, and plain tables.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "sim/config/experiment.hpp"
+
+namespace rm::cli {
+
+struct ExperimentOptions {
+  std::string file;                      // experiment JSON or name; empty = embedded default
+  std::vector<std::string> sets;         // --set path=value, applied in order
+  std::vector<std::string> config_dirs;  // --configs DIR, searched before the embedded configs
+  bool json = false;
+
+  ConfigStore store() const { return ConfigStore(config_dirs); }
+  Experiment load() const { return load_experiment(store(), file, sets); }
+};
+
+// Adds [EXPERIMENT] --set --configs --json to a subcommand.
+void add_experiment_options(CLI::App* cmd, ExperimentOptions& o);
+
+// Progress on stderr, only when it is a terminal and output is not JSON.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool enabled);
+  ~ProgressLine();
+  void update(const std::string& what, int done, int total);
+
+ private:
+  bool on_;
+  bool drawn_ = false;
+};
+
+// A text table with right-aligned numeric columns.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  void row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  std::string str() const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// Commands (one file each).
+void register_imbalance(CLI::App& app);
+
+}  // namespace rm::cli
