@@ -1,0 +1,200 @@
+#include "traces/chrome_trace.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/traces/timeline_test_util.hpp"
+#include "traces/text_file.hpp"
+#include "traces/trace_error.hpp"
+
+namespace rm::traces {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::random_timeline;
+
+fs::path temp_path(const std::string& name) {
+  return fs::temp_directory_path() / ("rm_traces_" + std::to_string(::getpid()) + "_" + name);
+}
+
+Event timed(int64_t op, double start_s, double end_s) {
+  Event e;
+  e.op = op;
+  e.start_s = start_s;
+  e.end_s = end_s;
+  return e;
+}
+
+Timeline two_events() {
+  Timeline t;
+  t.source = Source::simgrid;
+  t.metadata = {{"experiment", "demo"}, {"step_time_s", 0.25}};
+  t.stream_names[{1, 2}] = "comm_inter";
+  Event send = timed(7, 0.001, 0.0015);
+  send.rank = 1;
+  send.stream = 2;
+  send.name = send.category = "send";
+  send.layer = 3;
+  send.phase = "forward";
+  send.step = 2;
+  send.bytes = 4096;
+  Event kernel = timed(-1, 2e-6, 5e-6);
+  kernel.name = kernel.category = "kernel";
+  t.events = {send, kernel};
+  return t;
+}
+
+TEST(ChromeTrace, StructureIsWhatPerfettoReads) {
+  auto j = nlohmann::json::parse(to_chrome_json(two_events()));
+  EXPECT_EQ(j["otherData"]["source"], "simgrid");
+  EXPECT_EQ(j["otherData"]["format"], "ringmaster.timeline");
+  EXPECT_EQ(j["otherData"]["metadata"]["experiment"], "demo");
+  std::vector<nlohmann::json> slices, names;
+  for (const auto& e : j["traceEvents"]) (e["ph"] == "X" ? slices : names).push_back(e);
+  ASSERT_EQ(slices.size(), 2u);
+  const auto& k = slices[0];  // canonical order: rank 0 first
+  EXPECT_EQ(k["pid"], 0);
+  EXPECT_EQ(k["tid"], 0);
+  EXPECT_DOUBLE_EQ(k["ts"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(k["dur"].get<double>(), 3.0);
+  EXPECT_FALSE(k["args"].contains("op"));  // no op: no args.op
+  const auto& s = slices[1];
+  EXPECT_EQ(s["pid"], 1);
+  EXPECT_EQ(s["tid"], 2);
+  EXPECT_DOUBLE_EQ(s["ts"].get<double>(), 1000.0);
+  EXPECT_NEAR(s["dur"].get<double>(), 500.0, 1e-9);
+  EXPECT_EQ(s["args"]["op"], 7);
+  EXPECT_EQ(s["args"]["layer"], 3);
+  EXPECT_EQ(s["args"]["phase"], "forward");
+  EXPECT_EQ(s["args"]["step"], 2);
+  EXPECT_EQ(s["args"]["bytes"], 4096);
+  EXPECT_EQ(s["cat"], "send");
+  auto has_name = [&](const std::string& what, int pid, int tid, const std::string& name) {
+    for (const auto& e : names)
+      if (e["name"] == what && e["pid"] == pid && e["tid"] == tid && e["args"]["name"] == name) return true;
+    return false;
+  };
+  EXPECT_TRUE(has_name("process_name", 0, 0, "rank 0"));
+  EXPECT_TRUE(has_name("process_name", 1, 0, "rank 1"));
+  EXPECT_TRUE(has_name("thread_name", 1, 2, "comm_inter"));
+  EXPECT_TRUE(has_name("thread_name", 0, 0, "stream 0"));
+}
+
+TEST(ChromeTrace, RoundTripsRandomTimelines) {
+  for (unsigned seed = 0; seed < 40; ++seed) {
+    Timeline t = random_timeline(seed);
+    Timeline back = from_chrome_json(to_chrome_json(t), "mem");
+    EXPECT_TRUE(approx_equal(t, back)) << "seed " << seed;
+  }
+}
+
+TEST(ChromeTrace, RoundTripKeepsSubMicrosecondTimes) {
+  Timeline t;
+  t.events.push_back(timed(1, 3.000000000123, 3.000000000456));
+  Timeline back = from_chrome_json(to_chrome_json(t), "mem");
+  ASSERT_EQ(back.events.size(), 1u);
+  EXPECT_NEAR(back.events[0].start_s, 3.000000000123, 1e-14);
+  EXPECT_NEAR(back.events[0].duration_s(), 0.333e-9, 1e-14);
+}
+
+TEST(ChromeTrace, FilesRoundTripPlainAndGzipped) {
+  Timeline t = random_timeline(7, 500);
+  for (std::string name : {"t.json", "t.json.gz"}) {
+    auto p = temp_path(name);
+    write_chrome_trace(t, p.string());
+    EXPECT_TRUE(approx_equal(t, read_chrome_trace(p.string()))) << name;
+    std::ifstream in(p, std::ios::binary);
+    char magic[2] = {};
+    in.read(magic, 2);
+    EXPECT_EQ(static_cast<unsigned char>(magic[0]) == 0x1f, has_gz_suffix(name)) << name;
+    fs::remove(p);
+  }
+}
+
+TEST(ChromeTrace, OutputIsDeterministic) {
+  Timeline t = random_timeline(3);
+  Timeline shuffled = t;
+  std::reverse(shuffled.events.begin(), shuffled.events.end());
+  EXPECT_EQ(to_chrome_json(t), to_chrome_json(t));
+  EXPECT_EQ(to_chrome_json(t), to_chrome_json(shuffled));  // event order does not matter
+  auto a = temp_path("a.json.gz"), b = temp_path("b.json.gz");
+  write_chrome_trace(t, a.string());
+  write_chrome_trace(t, b.string());
+  EXPECT_EQ(read_text_file(a.string()), read_text_file(b.string()));
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  std::string ba((std::istreambuf_iterator<char>(fa)), {}), bb((std::istreambuf_iterator<char>(fb)), {});
+  EXPECT_EQ(ba, bb);  // byte-identical gzip too
+  fs::remove(a);
+  fs::remove(b);
+}
+
+TEST(ChromeTrace, EmptyTimelineIsValidJson) {
+  Timeline t;
+  Timeline back = from_chrome_json(to_chrome_json(t), "mem");
+  EXPECT_TRUE(approx_equal(t, back));
+  t.rank_names[3] = "spare";
+  back = from_chrome_json(to_chrome_json(t), "mem");
+  EXPECT_EQ(back.rank_names.at(3), "spare");
+}
+
+TEST(ChromeTrace, RejectsBadInput) {
+  auto message = [](const std::string& text) {
+    try {
+      from_chrome_json(text, "bad.json");
+    } catch (const TraceError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(R"({"traceEvents":[)").find("bad.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(message(R"({"traceEvents":[]})").find("no otherData"), std::string::npos);
+  EXPECT_NE(message(R"({"traceEvents":[],"otherData":{"source":"magic"}})").find("otherData.source"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"traceEvents":[],"otherData":{"source":"analytic","version":9}})").find("version 9"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"otherData":{"source":"analytic"},"traceEvents":[{"ph":"X","pid":"a","tid":0,"ts":0,"dur":1}]})")
+                .find("traceEvents[0]: \"pid\""),
+            std::string::npos);
+  Timeline t;
+  t.events.push_back(timed(0, 2.0, 1.0));
+  EXPECT_THROW(to_chrome_json(t), TraceError);
+}
+
+TEST(ChromeTrace, ReadsKinetoStyleTraces) {
+  const char* kineto = R"({"schemaVersion":1,"deviceProperties":[],"traceEvents":[
+    {"ph":"X","cat":"kernel","name":"flash_fwd","pid":0,"tid":7,"ts":100.5,"dur":20,"args":{"stream":7}},
+    {"ph":"i","name":"marker","pid":0,"tid":7,"ts":101}]})";
+  Timeline t = from_chrome_json(kineto, "kineto.json");
+  EXPECT_EQ(t.source, Source::kineto);
+  ASSERT_EQ(t.events.size(), 1u);
+  EXPECT_EQ(t.events[0].op, -1);
+  EXPECT_EQ(t.events[0].stream, 7);
+  EXPECT_NEAR(t.events[0].duration_s(), 20e-6, 1e-15);
+}
+
+TEST(TextFile, TruncatedGzipIsReported) {
+  auto p = temp_path("trunc.json.gz");
+  write_text_file_atomic(p.string(), std::string(100000, 'x') + "tail");
+  auto size = fs::file_size(p);
+  fs::resize_file(p, size / 2);
+  try {
+    read_text_file(p.string());
+    FAIL() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
+  fs::remove(p);
+  EXPECT_THROW(read_text_file(temp_path("missing.json").string()), TraceError);
+}
+
+TEST(TextFile, FailedWriteLeavesNoFile) {
+  auto dir = temp_path("no_such_dir");
+  EXPECT_THROW(write_text_file_atomic((dir / "x.json").string(), "{}"), TraceError);
+  EXPECT_FALSE(fs::exists(dir));
+}
+
+}  // namespace
+}  // namespace rm::traces
