@@ -1,0 +1,196 @@
+#include "sim/sparsity/aligned_count.hpp"
+
+#include <algorithm>
+
+#include "sim/sparsity/pair_count.hpp"
+
+namespace rm::sparsity {
+
+namespace {
+
+int64_t mod(int64_t a, int64_t m) { return ((a % m) + m) % m; }
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+// Slash blocks of a query row as offsets j' = i*r - j (r = Bq/Bk), from
+// -(r-1) (key blocks inside the query block) upwards, with the slash pairs of
+// one such block pair — both independent of i, because slash pairs depend on
+// q - k only.
+struct RelativeBlocks {
+  std::vector<int64_t> offset;  // sorted j'
+  std::vector<int64_t> pairs;   // slash pairs of the block pair at that offset
+};
+
+RelativeBlocks relative_slash_blocks(const IntervalSet& slashes, BlockShape s, int64_t nk) {
+  const int64_t r = s.bq / s.bk;
+  std::vector<Interval> cand;  // j' whose q - k range [j'Bk - Bk + 1, j'Bk + Bq - 1] meets an offset
+  for (const auto& d : slashes.intervals())
+    cand.push_back({std::max(-(r - 1), ceil_div(d.lo - s.bq + 1, s.bk)),
+                    std::min(nk, floor_div(d.hi - 1 + s.bk - 1, s.bk) + 1)});
+  const IntervalSet offsets(std::move(cand));
+  RelativeBlocks rel;
+  for (const auto& c : offsets.intervals()) {
+    for (int64_t j = c.lo; j < c.hi; ++j) {
+      int64_t q0 = (j + r) * s.bk;  // shifted by r blocks so both ranges are non-negative
+      rel.offset.push_back(j);
+      rel.pairs.push_back(offset_pairs({q0, q0 + s.bq}, {r * s.bk, r * s.bk + s.bk}, slashes));
+    }
+  }
+  return rel;
+}
+
+// Vertical tokens per key block: count and sum of positions.
+struct ColumnBlocks {
+  std::vector<int64_t> blocks;  // key blocks holding a vertical, ascending
+  std::vector<int64_t> count;   // per key block
+  std::vector<int64_t> sum;     // per key block
+};
+
+ColumnBlocks column_blocks(const IntervalSet& verticals, int64_t bk, int64_t nk) {
+  ColumnBlocks cb{{}, std::vector<int64_t>(static_cast<size_t>(nk), 0), std::vector<int64_t>(static_cast<size_t>(nk), 0)};
+  for (const auto& v : verticals.intervals()) {
+    for (int64_t j = v.lo / bk; j <= (v.hi - 1) / bk; ++j) {
+      int64_t lo = std::max(v.lo, j * bk), hi = std::min(v.hi, (j + 1) * bk);
+      if (cb.count[static_cast<size_t>(j)] == 0) cb.blocks.push_back(j);
+      cb.count[static_cast<size_t>(j)] += hi - lo;
+      cb.sum[static_cast<size_t>(j)] += (lo + hi - 1) * (hi - lo) / 2;
+    }
+  }
+  return cb;
+}
+
+// R split by residue of j' mod r: vertical block j meets row i = (j + j')/r
+// only for j' ≡ -j (mod r).
+std::vector<std::vector<int64_t>> by_residue(const std::vector<int64_t>& offsets, int64_t r) {
+  std::vector<std::vector<int64_t>> cls(static_cast<size_t>(r));
+  for (int64_t j : offsets) cls[static_cast<size_t>(mod(j, r))].push_back(j);
+  return cls;
+}
+
+}  // namespace
+
+bool aligned_supported(const HeadPattern& p, BlockShape s) {
+  return p.slash_unit() == 1 && p.doc_starts().empty() && s.bq >= s.bk && s.bq % s.bk == 0;
+}
+
+std::vector<TileCost> aligned_costs(const HeadPattern& p, const BlockOwners& qo, const BlockOwners& ko, BlockShape s) {
+  const int64_t r = s.bq / s.bk;
+  const auto nq = static_cast<int64_t>(qo.owner.size());
+  const int64_t nk = nq * r, n_tokens = nq * s.bq;
+  const int wk = ko.owners;
+  std::vector<TileCost> out(static_cast<size_t>(qo.owners) * static_cast<size_t>(wk));
+  auto at = [&](int a, int b) -> TileCost& { return out[static_cast<size_t>(a) * static_cast<size_t>(wk) + static_cast<size_t>(b)]; };
+  auto kown = [&](int64_t j) { return ko.owner[static_cast<size_t>(j)]; };
+  auto qown = [&](int64_t i) { return qo.owner[static_cast<size_t>(i)]; };
+
+  const IntervalSet verticals = p.verticals().clipped(0, n_tokens);
+  const IntervalSet slashes = p.slashes().clipped(0, n_tokens);
+  const ColumnBlocks cb = column_blocks(verticals, s.bk, nk);
+  const RelativeBlocks rel = relative_slash_blocks(slashes, s, nk);
+
+  // Key owners of SB(i): periodic ownership reads a residue histogram of the
+  // offsets already in range (j' <= i*r), O(period) per row; otherwise prefix
+  // sums over R give each owner segment in O(1), O(segments) per row.
+  const int64_t period = owner_period(ko.owner);
+  const std::vector<OwnerSegment> segs = owner_segments(ko.owner);
+  const bool periodic = period <= static_cast<int64_t>(segs.size());
+  std::vector<int64_t> hist_blocks, hist_pairs, pre_blocks, pre_pairs;
+  if (periodic) {
+    hist_blocks.assign(static_cast<size_t>(period), 0);
+    hist_pairs.assign(static_cast<size_t>(period), 0);
+  } else {  // prefix over index j' + r - 1
+    pre_blocks.assign(static_cast<size_t>(nk + r), 0);
+    pre_pairs.assign(static_cast<size_t>(nk + r), 0);
+    for (size_t e = 0; e < rel.offset.size(); ++e) {
+      pre_blocks[static_cast<size_t>(rel.offset[e] + r)] += 1;
+      pre_pairs[static_cast<size_t>(rel.offset[e] + r)] += rel.pairs[e];
+    }
+    for (size_t x = 1; x < pre_blocks.size(); ++x) {
+      pre_blocks[x] += pre_blocks[x - 1];
+      pre_pairs[x] += pre_pairs[x - 1];
+    }
+  }
+
+  std::vector<int64_t> seen_blocks(static_cast<size_t>(wk), 0);  // vertical blocks j < (i+1)r per owner
+  std::vector<int64_t> seen_cols(static_cast<size_t>(wk), 0);    // verticals in blocks j < ir per owner
+  size_t next_block = 0, next_col = 0, next_rel = 0;
+  for (int64_t i = 0; i < nq; ++i) {
+    const int64_t ir = i * r;
+    for (; next_col < cb.blocks.size() && cb.blocks[next_col] < ir; ++next_col)
+      if (int o = kown(cb.blocks[next_col]); o >= 0) seen_cols[static_cast<size_t>(o)] += cb.count[static_cast<size_t>(cb.blocks[next_col])];
+    for (; next_block < cb.blocks.size() && cb.blocks[next_block] < ir + r; ++next_block)
+      if (int o = kown(cb.blocks[next_block]); o >= 0) seen_blocks[static_cast<size_t>(o)] += 1;
+    if (periodic)
+      for (; next_rel < rel.offset.size() && rel.offset[next_rel] <= ir; ++next_rel) {
+        hist_blocks[static_cast<size_t>(mod(rel.offset[next_rel], period))] += 1;
+        hist_pairs[static_cast<size_t>(mod(rel.offset[next_rel], period))] += rel.pairs[next_rel];
+      }
+    const int pq = qown(i);
+    if (pq < 0) continue;
+    // Verticals: whole columns before the query block, a triangle inside it.
+    for (int o = 0; o < wk; ++o) {
+      at(pq, o).blocks += seen_blocks[static_cast<size_t>(o)];
+      at(pq, o).nnz += s.bq * seen_cols[static_cast<size_t>(o)];
+    }
+    for (int64_t j = ir; j < ir + r; ++j)
+      if (int o = kown(j); o >= 0 && cb.count[static_cast<size_t>(j)] > 0)
+        at(pq, o).nnz += cb.count[static_cast<size_t>(j)] * (i + 1) * s.bq - cb.sum[static_cast<size_t>(j)];
+    // Slashes.
+    if (periodic) {
+      for (int64_t c = 0; c < period; ++c) {
+        if (hist_blocks[static_cast<size_t>(c)] == 0) continue;
+        if (int o = kown(mod(ir - c, period)); o >= 0)
+          at(pq, o) += TileCost{hist_blocks[static_cast<size_t>(c)], hist_pairs[static_cast<size_t>(c)]};
+      }
+    } else {
+      for (const auto& sg : segs) {  // j in [begin, end)  <=>  j' in [ir - end + 1, ir - begin]
+        int64_t lo = std::max(ir - sg.end + 1, -(r - 1)) + r - 1, hi = ir - sg.begin + r;  // prefix indices
+        if (hi <= lo) continue;
+        at(pq, sg.owner) += TileCost{pre_blocks[static_cast<size_t>(hi)] - pre_blocks[static_cast<size_t>(lo)],
+                                     pre_pairs[static_cast<size_t>(hi)] - pre_pairs[static_cast<size_t>(lo)]};
+      }
+    }
+  }
+
+  // Blocks that are both: vertical block j in SB(i) for i = (j + j')/r.
+  const auto cls = by_residue(rel.offset, r);
+  for (int64_t j : cb.blocks) {
+    int o = kown(j);
+    if (o < 0) continue;
+    for (int64_t jr : cls[static_cast<size_t>(mod(-j, r))]) {
+      if (j + jr >= nk) break;
+      if (int pq = qown((j + jr) / r); pq >= 0) at(pq, o).blocks -= 1;
+    }
+  }
+  // Pairs that are both: vertical v and query v + d for an offset d.
+  for (const auto& v : verticals.intervals()) {
+    for (int64_t t = v.lo; t < v.hi; ++t) {
+      int o = kown(t / s.bk);
+      if (o < 0) continue;
+      for (const auto& d : slashes.intervals()) {
+        if (t + d.lo >= n_tokens) break;
+        const int64_t a = t + d.lo, b = std::min(n_tokens, t + d.hi);
+        for (int64_t i = a / s.bq; i * s.bq < b; ++i)
+          if (int pq = qown(i); pq >= 0) at(pq, o).nnz -= std::min(b, (i + 1) * s.bq) - std::max(a, i * s.bq);
+      }
+    }
+  }
+  return out;
+}
+
+int64_t aligned_total_blocks(const HeadPattern& p, int64_t n_tokens, BlockShape s) {
+  const int64_t r = s.bq / s.bk, nq = n_tokens / s.bq, nk = nq * r;
+  const ColumnBlocks cb = column_blocks(p.verticals().clipped(0, n_tokens), s.bk, nk);
+  const RelativeBlocks rel = relative_slash_blocks(p.slashes().clipped(0, n_tokens), s, nk);
+  int64_t n = 0;
+  for (int64_t j : cb.blocks) n += nq - j / r;                            // rows with (i+1)r > j
+  for (int64_t jr : rel.offset) n += nq - ceil_div(std::max<int64_t>(jr, 0), r);  // rows with ir >= j'
+  const auto cls = by_residue(rel.offset, r);
+  for (int64_t j : cb.blocks) {
+    const auto& c = cls[static_cast<size_t>(mod(-j, r))];
+    n -= std::upper_bound(c.begin(), c.end(), nk - 1 - j) - c.begin();
+  }
+  return n;
+}
+
+}  // namespace rm::sparsity

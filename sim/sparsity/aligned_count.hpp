@@ -1,0 +1,29 @@
+// The fast exact path, for token-unit vertical-slash patterns (dense, sliding
+// window, A-shape, vertical-slash) when every tile is a global aligned block
+// and Bq is a multiple of Bk. Computed blocks of query block i are
+//   VB(i) ∪ SB(i):  VB(i) = key blocks holding a vertical, j < (i+1)·Bq/Bk;
+//                   SB(i) = i·Bq/Bk - R, one relative block set R per head,
+// and non-zeros are slash pairs + vertical pairs - (vertical and slash) pairs.
+// Counts per (query owner, key owner) come from one sweep over query blocks;
+// the key owners hit by SB(i) are read from residue histograms when the
+// ownership is periodic (stripe) or from owner segments otherwise.
+#pragma once
+
+#include <vector>
+
+#include "sim/sparsity/block_owners.hpp"
+#include "sim/sparsity/head_pattern.hpp"
+#include "sim/sparsity/tile_cost.hpp"
+
+namespace rm::sparsity {
+
+bool aligned_supported(const HeadPattern& p, BlockShape s);
+
+// q: owner of each Bq block; k: owner of each Bk block, covering the same
+// tokens (k.owner.size() == q.owner.size() * Bq/Bk). Returns q.owners x k.owners costs.
+std::vector<TileCost> aligned_costs(const HeadPattern& p, const BlockOwners& q, const BlockOwners& k, BlockShape s);
+
+// Computed blocks of the whole causal sequence [0, n_tokens), n_tokens a multiple of Bq.
+int64_t aligned_total_blocks(const HeadPattern& p, int64_t n_tokens, BlockShape s);
+
+}  // namespace rm::sparsity

@@ -1,0 +1,70 @@
+#include "sim/sparsity/count.hpp"
+
+#include <stdexcept>
+
+#include "sim/sparsity/aligned_count.hpp"
+#include "sim/sparsity/block_owners.hpp"
+#include "sim/sparsity/general_count.hpp"
+
+namespace rm::sparsity {
+
+namespace {
+
+void check_shape(BlockShape s) {
+  if (s.bq < 1 || s.bk < 1) throw std::invalid_argument("BlockShape: bq and bk must be >= 1");
+}
+
+// Query owners per Bq block and key owners per Bk block over one token range,
+// or nullopt when the aligned path does not apply.
+std::optional<std::pair<BlockOwners, BlockOwners>> aligned_owners(const HeadPattern& p, const std::vector<TokenSet>& q,
+                                                                  const std::vector<TokenSet>& k, BlockShape s) {
+  if (!aligned_supported(p, s)) return std::nullopt;
+  auto qo = block_owners(q, s.bq);
+  auto ko = block_owners(k, s.bk);
+  if (!qo || !ko) return std::nullopt;
+  const int64_t r = s.bq / s.bk;
+  const auto nq = std::max(static_cast<int64_t>(qo->owner.size()), (static_cast<int64_t>(ko->owner.size()) + r - 1) / r);
+  qo->owner.resize(static_cast<size_t>(nq), -1);
+  ko->owner.resize(static_cast<size_t>(nq * r), -1);
+  return std::make_pair(std::move(*qo), std::move(*ko));
+}
+
+}  // namespace
+
+TileCost count(const HeadPattern& p, const TokenSet& q, const TokenSet& k, BlockShape shape) {
+  check_shape(shape);
+  if (auto own = aligned_owners(p, {q}, {k}, shape)) return aligned_costs(p, own->first, own->second, shape)[0];
+  return general_count(p, cut_tiles(q, shape.bq), cut_tiles(k, shape.bk));
+}
+
+std::vector<TileCost> pair_costs(const HeadPattern& p, const std::vector<TokenSet>& ranks, BlockShape shape) {
+  check_shape(shape);
+  if (auto own = aligned_owners(p, ranks, ranks, shape)) return aligned_costs(p, own->first, own->second, shape);
+  std::vector<std::vector<Tile>> qt, kt;
+  for (const auto& r : ranks) {
+    qt.push_back(cut_tiles(r, shape.bq));
+    kt.push_back(cut_tiles(r, shape.bk));
+  }
+  std::vector<TileCost> out;
+  out.reserve(ranks.size() * ranks.size());
+  for (const auto& q : qt)
+    for (const auto& k : kt) out.push_back(general_count(p, q, k));
+  return out;
+}
+
+std::vector<TileCost> chunk_row_costs(const HeadPattern& p, int64_t seq_len, int64_t chunk_tokens, BlockShape shape) {
+  check_shape(shape);
+  if (seq_len < 0 || chunk_tokens < 1) throw std::invalid_argument("chunk_row_costs: need seq_len >= 0, chunk_tokens >= 1");
+  const int64_t chunks = (seq_len + chunk_tokens - 1) / chunk_tokens;
+  const TokenSet all{{{0, seq_len, 0, 1}}};
+  std::vector<TokenSet> rows;
+  for (int64_t c = 0; c < chunks; ++c)
+    rows.push_back(TokenSet{{{c * chunk_tokens, std::min(chunk_tokens, seq_len - c * chunk_tokens), 0, 1}}});
+  if (auto own = aligned_owners(p, rows, {all}, shape)) return aligned_costs(p, own->first, own->second, shape);
+  const auto keys = cut_tiles(all, shape.bk);
+  std::vector<TileCost> out;
+  for (const auto& row : rows) out.push_back(general_count(p, cut_tiles(row, shape.bq), keys));
+  return out;
+}
+
+}  // namespace rm::sparsity

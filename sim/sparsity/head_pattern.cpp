@@ -1,0 +1,83 @@
+#include "sim/sparsity/head_pattern.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace rm::sparsity {
+
+std::string to_string(PatternKind k) {
+  switch (k) {
+    case PatternKind::dense_causal: return "dense_causal";
+    case PatternKind::vertical_slash: return "vertical_slash";
+    case PatternKind::block_sparse: return "block_sparse";
+    case PatternKind::sliding_window: return "sliding_window";
+    case PatternKind::a_shape: return "a_shape";
+    case PatternKind::document_causal: return "document_causal";
+  }
+  return "?";
+}
+
+HeadPattern HeadPattern::dense_causal() {
+  HeadPattern p;
+  p.slashes_ = IntervalSet({{0, kUnbounded}});
+  return p;
+}
+
+HeadPattern HeadPattern::vertical_slash(IntervalSet verticals, IntervalSet slashes) {
+  HeadPattern p;
+  p.kind_ = PatternKind::vertical_slash;
+  p.verticals_ = verticals.clipped(0, kUnbounded);
+  p.slashes_ = slashes.clipped(0, kUnbounded);  // negative offsets are never causal
+  return p;
+}
+
+HeadPattern HeadPattern::sliding_window(int64_t window_tokens) {
+  HeadPattern p;
+  p.kind_ = PatternKind::sliding_window;
+  p.slashes_ = IntervalSet({{0, window_tokens}});
+  return p;
+}
+
+HeadPattern HeadPattern::a_shape(int64_t sink_tokens, int64_t window_tokens) {
+  HeadPattern p;
+  p.kind_ = PatternKind::a_shape;
+  p.verticals_ = IntervalSet({{0, sink_tokens}});
+  p.slashes_ = IntervalSet({{0, window_tokens}});
+  return p;
+}
+
+HeadPattern HeadPattern::block_sparse(int64_t block_tokens, const IntervalSet& block_columns,
+                                      IntervalSet block_diagonals) {
+  if (block_tokens < 1) throw std::invalid_argument("block_sparse: block_tokens must be >= 1");
+  HeadPattern p;
+  p.kind_ = PatternKind::block_sparse;
+  p.unit_ = block_tokens;
+  std::vector<Interval> cols;
+  const IntervalSet in_range = block_columns.clipped(0, kUnbounded / block_tokens);
+  for (const auto& c : in_range.intervals())
+    cols.push_back({c.lo * block_tokens, c.hi * block_tokens});
+  p.verticals_ = IntervalSet(std::move(cols));
+  p.slashes_ = block_diagonals.clipped(0, kUnbounded);
+  return p;
+}
+
+HeadPattern HeadPattern::document_causal(std::vector<int64_t> doc_starts) {
+  if (doc_starts.empty() || doc_starts.front() != 0 || !std::is_sorted(doc_starts.begin(), doc_starts.end()))
+    throw std::invalid_argument("document_causal: doc_starts must be sorted and start at 0");
+  HeadPattern p = dense_causal();
+  p.kind_ = PatternKind::document_causal;
+  doc_starts.erase(std::unique(doc_starts.begin(), doc_starts.end()), doc_starts.end());
+  p.docs_ = std::move(doc_starts);
+  return p;
+}
+
+bool HeadPattern::allowed(int64_t q, int64_t k) const {
+  if (k > q || k < 0) return false;
+  if (!docs_.empty()) {
+    auto doc = [&](int64_t t) { return std::upper_bound(docs_.begin(), docs_.end(), t) - docs_.begin(); };
+    if (doc(q) != doc(k)) return false;
+  }
+  return verticals_.contains(k) || slashes_.contains(q / unit_ - k / unit_);
+}
+
+}  // namespace rm::sparsity

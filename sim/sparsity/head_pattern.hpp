@@ -1,0 +1,48 @@
+// One attention head's causal mask, held compactly so that it can be counted
+// exactly without materialising S x S. Every kind is one predicate:
+//   allowed(q, k) = k <= q  and  same document  and
+//                   (k in verticals  or  floor(q/u) - floor(k/u) in slashes)
+// with slash unit u = 1 (token diagonals, vertical-slash style) or u = block
+// size (block diagonals, block-sparse). Dense causal is "every offset", a
+// sliding window offsets [0, w), A-shape adds sink columns.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/sparsity/interval_set.hpp"
+
+namespace rm::sparsity {
+
+enum class PatternKind { dense_causal, vertical_slash, block_sparse, sliding_window, a_shape, document_causal };
+std::string to_string(PatternKind k);
+
+class HeadPattern {
+ public:
+  static HeadPattern dense_causal();
+  // verticals: key token positions; slashes: offsets q - k >= 0.
+  static HeadPattern vertical_slash(IntervalSet verticals, IntervalSet slashes);
+  static HeadPattern sliding_window(int64_t window_tokens);
+  static HeadPattern a_shape(int64_t sink_tokens, int64_t window_tokens);
+  // Columns and diagonals counted in blocks of block_tokens (both sides).
+  static HeadPattern block_sparse(int64_t block_tokens, const IntervalSet& block_columns, IntervalSet block_diagonals);
+  // Causal inside each document; doc_starts sorted, first is 0.
+  static HeadPattern document_causal(std::vector<int64_t> doc_starts);
+
+  PatternKind kind() const { return kind_; }
+  const IntervalSet& verticals() const { return verticals_; }
+  const IntervalSet& slashes() const { return slashes_; }
+  int64_t slash_unit() const { return unit_; }
+  const std::vector<int64_t>& doc_starts() const { return docs_; }  // empty: one document
+  bool allowed(int64_t q, int64_t k) const;
+
+ private:
+  PatternKind kind_ = PatternKind::dense_causal;
+  IntervalSet verticals_;
+  IntervalSet slashes_;
+  int64_t unit_ = 1;
+  std::vector<int64_t> docs_;
+};
+
+}  // namespace rm::sparsity

@@ -1,0 +1,150 @@
+// Property tests: every counting path against brute force over a materialised
+// mask, many random patterns, partitions and tile shapes, zero tolerance.
+#include <gtest/gtest.h>
+
+#include "sim/sparsity/aligned_count.hpp"
+#include "sim/sparsity/general_count.hpp"
+#include "tests/sim/sparsity_brute.hpp"
+
+namespace rm::sparsity {
+namespace {
+
+using namespace testing;
+
+std::vector<TokenSet> random_partition(Rng& rng, int64_t s, int w, int64_t unit) {
+  switch (uniform(rng, 0, 3)) {
+    case 0: return contiguous(s, w);
+    case 1: return zigzag(s, w);
+    case 2: return stripe(s, w, s / w / std::max<int64_t>(1, s / w / unit));
+    default: return random_runs(rng, s, w, unit);
+  }
+}
+
+void expect_pair_costs(const HeadPattern& p, const Mask& m, const std::vector<TokenSet>& ranks, BlockShape s,
+                       const std::string& what) {
+  const auto got = pair_costs(p, ranks, s);
+  ASSERT_EQ(got.size(), ranks.size() * ranks.size());
+  for (size_t a = 0; a < ranks.size(); ++a)
+    for (size_t b = 0; b < ranks.size(); ++b) {
+      const TileCost want = brute_count(m, ranks[a], ranks[b], s);
+      const TileCost& have = got[a * ranks.size() + b];
+      ASSERT_EQ(have.blocks, want.blocks) << what << " pair " << a << "," << b;
+      ASSERT_EQ(have.nnz, want.nnz) << what << " pair " << a << "," << b;
+    }
+}
+
+TEST(SparsityCount, CountMatchesBruteForceOnRandomSets) {
+  Rng rng(11);
+  for (int iter = 0; iter < 300; ++iter) {
+    const int64_t s = uniform(rng, 1, 400);
+    const HeadPattern p = random_pattern(rng, s);
+    const Mask m(p, s);
+    const BlockShape shape{uniform(rng, 1, 40), uniform(rng, 1, 40)};
+    auto ranks = random_runs(rng, s, static_cast<int>(uniform(rng, 1, 3)), uniform(rng, 1, 50));
+    const TokenSet& q = ranks[0];
+    const TokenSet& k = ranks[static_cast<size_t>(uniform(rng, 0, static_cast<int64_t>(ranks.size()) - 1))];
+    const TileCost want = brute_count(m, q, k, shape);
+    const TileCost have = count(p, q, k, shape);
+    ASSERT_EQ(have, want) << "iter " << iter << " kind " << to_string(p.kind()) << " S " << s;
+  }
+}
+
+TEST(SparsityCount, PairCostsMatchBruteForceOnUnalignedPartitions) {
+  Rng rng(12);
+  for (int iter = 0; iter < 60; ++iter) {
+    const int w = static_cast<int>(uniform(rng, 1, 6));
+    const int64_t s = w * 2 * uniform(rng, 10, 60);
+    const HeadPattern p = random_pattern(rng, s);
+    const BlockShape shape{uniform(rng, 1, 48), uniform(rng, 1, 48)};
+    expect_pair_costs(p, Mask(p, s), random_partition(rng, s, w, uniform(rng, 1, 30)), shape,
+                      "iter " + std::to_string(iter) + " " + to_string(p.kind()));
+  }
+}
+
+// Aligned inputs: the dispatcher's fast path and the general path, each against brute force.
+TEST(SparsityCount, AlignedAndGeneralPathsMatchBruteForce) {
+  Rng rng(13);
+  int fast = 0;
+  for (int iter = 0; iter < 80; ++iter) {
+    const int64_t bk = int64_t(1) << uniform(rng, 0, 4), bq = bk * uniform(rng, 1, 4);
+    const int w = static_cast<int>(uniform(rng, 1, 6));
+    const int64_t unit = bq * uniform(rng, 1, 3);
+    const int64_t s = 2 * w * unit * uniform(rng, 1, 6);
+    const HeadPattern p = random_pattern(rng, s);
+    const Mask m(p, s);
+    std::vector<TokenSet> ranks;
+    switch (uniform(rng, 0, 3)) {
+      case 0: ranks = contiguous(s, w); break;  // s/w is a multiple of unit
+      case 1: ranks = zigzag(s, w); break;
+      case 2: ranks = stripe(s, w, unit); break;
+      default: ranks = random_runs(rng, s, w, unit);
+    }
+    const BlockShape shape{bq, bk};
+    const std::string what = "iter " + std::to_string(iter) + " " + to_string(p.kind());
+    expect_pair_costs(p, m, ranks, shape, what);
+    fast += aligned_supported(p, shape);
+    for (size_t a = 0; a < ranks.size(); ++a) {
+      const TokenSet& k = ranks[(a + 1) % ranks.size()];
+      ASSERT_EQ(general_count(p, cut_tiles(ranks[a], bq), cut_tiles(k, bk)), brute_count(m, ranks[a], k, shape)) << what;
+    }
+  }
+  EXPECT_GT(fast, 30);  // the fast path was really exercised
+}
+
+TEST(SparsityCount, ChunkRowCostsMatchBruteForce) {
+  Rng rng(14);
+  for (int iter = 0; iter < 60; ++iter) {
+    const bool aligned = iter % 2 == 0;
+    const int64_t bk = aligned ? int64_t(1) << uniform(rng, 0, 4) : uniform(rng, 1, 30);
+    const int64_t bq = aligned ? bk * uniform(rng, 1, 3) : uniform(rng, 1, 30);
+    const int64_t chunk = aligned ? bq * uniform(rng, 1, 4) : uniform(rng, 1, 100);
+    const int64_t s = aligned ? chunk * uniform(rng, 1, 8) : uniform(rng, 1, 500);
+    const HeadPattern p = random_pattern(rng, s);
+    const Mask m(p, s);
+    const BlockShape shape{bq, bk};
+    const auto got = chunk_row_costs(p, s, chunk, shape);
+    ASSERT_EQ(static_cast<int64_t>(got.size()), (s + chunk - 1) / chunk);
+    const TokenSet all{{{0, s, 0, 1}}};
+    for (size_t c = 0; c < got.size(); ++c) {
+      const auto c0 = static_cast<int64_t>(c) * chunk;
+      const TokenSet row{{{c0, std::min(chunk, s - c0), 0, 1}}};
+      ASSERT_EQ(got[c], brute_count(m, row, all, shape)) << "iter " << iter << " chunk " << c;
+    }
+  }
+}
+
+TEST(SparsityCount, AlignedTotalBlocksMatchesBruteForce) {
+  Rng rng(15);
+  for (int iter = 0; iter < 60; ++iter) {
+    const int64_t bk = int64_t(1) << uniform(rng, 0, 4), bq = bk * uniform(rng, 1, 4);
+    const int64_t s = bq * uniform(rng, 1, 30);
+    HeadPattern p = random_pattern(rng, s);
+    if (!aligned_supported(p, {bq, bk})) p = HeadPattern::vertical_slash(random_intervals(rng, s, 30), random_intervals(rng, s, 30));
+    const TokenSet all{{{0, s, 0, 1}}};
+    ASSERT_EQ(aligned_total_blocks(p, s, {bq, bk}), brute_count(Mask(p, s), all, all, {bq, bk}).blocks) << "iter " << iter;
+  }
+}
+
+TEST(SparsityCount, OverlapsCountOnce) {
+  // A vertical inside a slash and two slashes in one tile: 4 x 4 tokens, one tile.
+  const auto p = HeadPattern::vertical_slash(IntervalSet::from_points({1}), IntervalSet::from_points({0, 1, 2}));
+  const TokenSet all{{{0, 4, 0, 1}}};
+  // allowed: q0:k0 | q1:k0,k1 | q2:k0,k1,k2 | q3:k1,k2,k3  -> 9 pairs
+  EXPECT_EQ(count(p, all, all, {4, 4}), (TileCost{1, 9}));
+  EXPECT_EQ(count(p, all, all, {2, 2}), (TileCost{3, 9}));
+}
+
+TEST(SparsityCount, DefaultStripeOnDenseCausalIsBalanced) {
+  // 8 ranks, stripes of 128 tokens, 8K dense causal.
+  std::vector<TokenSet> ranks;
+  for (int r = 0; r < 8; ++r) ranks.push_back({{{r * 128, 128, 8 * 128, 8}}});
+  const auto c = pair_costs(HeadPattern::dense_causal(), ranks, {});
+  int64_t total = 0;
+  for (const auto& t : c) total += t.nnz;
+  EXPECT_EQ(total, int64_t(8192) * 8193 / 2);
+  // Rank 1's query block 8m+1 sees rank 0's stripes 0, 8, ..., 8m: 2(m+1) key tiles.
+  EXPECT_EQ(c[1 * 8 + 0].blocks, 72);
+}
+
+}  // namespace
+}  // namespace rm::sparsity
