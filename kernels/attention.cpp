@@ -44,7 +44,7 @@ AttentionParams common(const TilePlan& plan, ConstTensor q, ConstTensor k, Const
 PlanView view_of(const TilePlan& plan) {
   return {plan.q_pos.data(),        plan.k_pos.data(), plan.seg_begin.data(),     plan.seg_count.data(),
           plan.item_offsets.data(), plan.items.data(), plan.gathered_rows.data(), plan.segments(),
-          plan.per_head};
+          plan.per_head,        false};
 }
 
 AttentionParams make_forward_params(const TilePlan& plan, ConstTensor q, ConstTensor k, ConstTensor v,

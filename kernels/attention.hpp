@@ -37,6 +37,7 @@ struct PlanView {
   const std::int32_t* gathered_rows = nullptr;
   int segments = 0;
   bool per_head = false;
+  bool on_device = false;  // set by cuda::DevicePlan; each backend refuses the other's memory
 };
 
 struct AttentionParams {

@@ -290,6 +290,7 @@ void check(const AttentionParams& p) {
   if (p.head_dim != 64 && p.head_dim != 128)
     throw std::invalid_argument("cpu attention: head_dim " + std::to_string(p.head_dim) + " is not supported");
   if (p.plan.seg_begin == nullptr && p.rows_q > 0) throw std::invalid_argument("cpu attention: params have no plan");
+  if (p.plan.on_device) throw std::invalid_argument("cpu attention: the plan is in GPU memory");
 }
 
 }  // namespace
