@@ -1,0 +1,54 @@
+// The sparse-attention workload model: one HeadPattern per (layer, head),
+// built for one sequence length from a pattern spec (configs/patterns/*.json
+// or inline; fields in docs/sparsity.md). Counting lives in count.hpp.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/sparsity/count.hpp"
+#include "sim/sparsity/head_pattern.hpp"
+
+namespace rm::sparsity {
+
+struct PatternContext {
+  int layers = 0;
+  int heads = 0;     // query heads
+  int kv_heads = 0;  // for GQA bookkeeping; patterns are per query head
+  int64_t seq_len = 0;
+  uint64_t seed = 1;
+  std::string base_dir;  // index files in the spec are relative to this
+};
+
+class SparsityModel {
+ public:
+  SparsityModel(std::string name, int layers, int heads, int64_t seq_len, bool dynamic,
+                std::vector<std::shared_ptr<const HeadPattern>> patterns);
+
+  const std::string& name() const { return name_; }
+  int layers() const { return layers_; }
+  int heads() const { return heads_; }
+  int64_t seq_len() const { return seq_len_; }
+  // Heads with identical masks share one object: callers may cache costs by &head(l, h).
+  const HeadPattern& head(int layer, int head) const;
+  // True when indices are built online each step (top-k / top-p): schedules add index-building ops.
+  bool dynamic() const { return dynamic_; }
+  // 1 - computed / causal tiles over the whole sequence, summed over the layer's heads.
+  double block_sparsity(int layer, BlockShape shape) const;
+
+ private:
+  std::string name_;
+  int layers_ = 0;
+  int heads_ = 0;
+  int64_t seq_len_ = 0;
+  bool dynamic_ = false;
+  std::vector<std::shared_ptr<const HeadPattern>> patterns_;  // layer-major
+};
+
+// Throws rm::ConfigError ("source: $.path: what") on any bad field.
+SparsityModel build_sparsity(const nlohmann::json& spec, const std::string& source, const PatternContext& ctx);
+
+}  // namespace rm::sparsity

@@ -1,0 +1,91 @@
+// Speed of the sparse-attention workload model on the default experiment:
+// 36 layers x 16 heads of a pattern at 512K tokens, W = 32 context ranks,
+// 128x64 tiles; times build_sparsity and pair_costs for all heads under the
+// stripe (128 tokens), contiguous and zigzag partitions, on one core.
+//   bench_sparsity [pattern.json] [--seq-len N] [--ranks W]
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "sim/config/embedded_configs.hpp"
+#include "sim/config/json_reader.hpp"
+#include "sim/sparsity/sparsity_model.hpp"
+
+namespace {
+
+using namespace rm::sparsity;
+using Clock = std::chrono::steady_clock;
+
+// CPU time of this process: the figure that matters on a shared machine.
+struct Timer {
+  std::clock_t cpu = std::clock();
+  Clock::time_point wall = Clock::now();
+  std::string str() const {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3f s cpu (%.3f s wall)", double(std::clock() - cpu) / CLOCKS_PER_SEC,
+                  std::chrono::duration<double>(Clock::now() - wall).count());
+    return buf;
+  }
+};
+
+nlohmann::json default_pattern() {
+  for (const auto& c : rm::embedded_configs())
+    if (c.path == "patterns/topp-synthetic.json") return rm::parse_json_text(c.text, "patterns/topp-synthetic.json");
+  throw std::runtime_error("patterns/topp-synthetic.json is not embedded");
+}
+
+std::vector<TokenSet> partition(const std::string& kind, int64_t s, int w) {
+  std::vector<TokenSet> out;
+  for (int r = 0; r < w; ++r) {
+    if (kind == "stripe") out.push_back({{{r * 128, 128, w * 128, s / (w * 128)}}});
+    if (kind == "contiguous") out.push_back({{{r * (s / w), s / w, 0, 1}}});
+    if (kind == "zigzag") {
+      const int64_t c = s / (2 * w);
+      out.push_back({{{r * c, c, 0, 1}, {(2 * w - 1 - r) * c, c, 0, 1}}});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t seq_len = 524288;
+  int w = 32;
+  std::string file;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--seq-len") && i + 1 < argc) seq_len = std::stoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--ranks") && i + 1 < argc) w = std::stoi(argv[++i]);
+    else file = argv[i];
+  }
+  try {
+    const auto spec = file.empty() ? default_pattern() : rm::read_json_file(file);
+    const PatternContext ctx{36, 16, 2, seq_len, 1, ""};
+    Timer build;
+    const SparsityModel model = build_sparsity(spec, file.empty() ? "topp-synthetic" : file, ctx);
+    std::printf("build_sparsity %s: %d x %d heads at %lld tokens: %s\n", model.name().c_str(), model.layers(),
+                model.heads(), static_cast<long long>(seq_len), build.str().c_str());
+    double lo = 1, hi = 0, mean = 0;
+    for (int l = 0; l < model.layers(); ++l) {
+      const double sp = model.block_sparsity(l, {});
+      lo = std::min(lo, sp), hi = std::max(hi, sp), mean += sp / model.layers();
+    }
+    std::printf("block sparsity (128x64): mean %.4f, densest layer %.4f, sparsest %.4f\n", mean, lo, hi);
+    for (const char* kind : {"stripe", "contiguous", "zigzag"}) {
+      const auto ranks = partition(kind, seq_len, w);
+      int64_t blocks = 0, nnz = 0;
+      Timer t;
+      for (int l = 0; l < model.layers(); ++l)
+        for (int h = 0; h < model.heads(); ++h)
+          for (const auto& c : pair_costs(model.head(l, h), ranks, {})) blocks += c.blocks, nnz += c.nnz;
+      std::printf("pair_costs %-10s W=%d, all %d heads: %s  (blocks %lld, nnz %lld)\n", kind, w,
+                  model.layers() * model.heads(), t.str().c_str(), static_cast<long long>(blocks), static_cast<long long>(nnz));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_sparsity: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
