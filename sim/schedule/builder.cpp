@@ -1,0 +1,161 @@
+#include "sim/schedule/builder.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "sim/schedule/validate.hpp"
+
+namespace rm::schedule {
+
+namespace {
+[[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("ScheduleBuilder: " + what); }
+}  // namespace
+
+ScheduleBuilder::ScheduleBuilder(nlohmann::json experiment, std::string generator) {
+  s_.experiment = std::move(experiment);
+  s_.generator = std::move(generator);
+}
+
+int ScheduleBuilder::add_rank(int gpu) {
+  int id = static_cast<int>(s_.ranks.size());
+  s_.ranks.push_back(Rank{id, gpu, {}});
+  return id;
+}
+
+int ScheduleBuilder::add_stream(int rank, StreamKind kind, std::string name) {
+  if (rank < 0 || rank >= static_cast<int>(s_.ranks.size())) bad(fmt::format("add_stream: no rank {}", rank));
+  auto& streams = s_.ranks[static_cast<size_t>(rank)].streams;
+  if (name.empty()) name = std::string(to_string(kind));
+  for (const auto& st : streams)
+    if (st.name == name) bad(fmt::format("add_stream: rank {} already has a stream '{}'", rank, name));
+  int id = static_cast<int>(streams.size());
+  streams.push_back(Stream{id, kind, std::move(name)});
+  return id;
+}
+
+int ScheduleBuilder::stream(int rank, StreamKind kind) const {
+  if (rank < 0 || rank >= static_cast<int>(s_.ranks.size())) bad(fmt::format("stream: no rank {}", rank));
+  for (const auto& st : s_.ranks[static_cast<size_t>(rank)].streams)
+    if (st.kind == kind) return st.id;
+  bad(fmt::format("stream: rank {} has no {} stream", rank, to_string(kind)));
+}
+
+int ScheduleBuilder::add_group(std::vector<int> ranks, std::string name) {
+  for (int r : ranks)
+    if (r < 0 || r >= static_cast<int>(s_.ranks.size())) bad(fmt::format("add_group: no rank {}", r));
+  auto sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) bad("add_group: a rank appears twice");
+  int id = static_cast<int>(s_.groups.size());
+  s_.groups.push_back(Group{id, std::move(ranks), std::move(name)});
+  return id;
+}
+
+OpId ScheduleBuilder::add_op(Op op) {
+  if (!s_.find_stream(op.rank, op.stream)) bad(fmt::format("add_op: no stream {} on rank {}", op.stream, op.rank));
+  op.id = static_cast<OpId>(s_.ops.size());
+  for (OpId d : op.deps) check_op(d);
+  s_.ops.push_back(std::move(op));
+  return s_.ops.back().id;
+}
+
+OpId ScheduleBuilder::compute(int rank, int stream_id, OpKind kind, Where where, ComputeCost cost,
+                              std::vector<OpId> deps) {
+  if (!is_compute(kind)) bad(fmt::format("compute: {} is not a compute kind", to_string(kind)));
+  Op op;
+  op.rank = rank;
+  op.stream = stream_id;
+  op.kind = kind;
+  op.phase = where.phase;
+  op.layer = where.layer;
+  op.step = where.step;
+  op.flops = cost.flops;
+  op.blocks = cost.blocks;
+  op.tokens = cost.tokens;
+  op.deps = std::move(deps);
+  return add_op(std::move(op));
+}
+
+void ScheduleBuilder::check_op(OpId op) const {
+  if (op < 0 || op >= static_cast<OpId>(s_.ops.size())) bad(fmt::format("no op {}", op));
+}
+
+void ScheduleBuilder::add_dep(OpId op, OpId dep) {
+  check_op(op);
+  check_op(dep);
+  s_.ops[static_cast<size_t>(op)].deps.push_back(dep);
+}
+
+void ScheduleBuilder::add_deps(OpId op, std::span<const OpId> deps) {
+  for (OpId d : deps) add_dep(op, d);
+}
+
+P2PIds ScheduleBuilder::p2p(const P2PSpec& spec) {
+  if (spec.send_rank == spec.recv_rank) bad(fmt::format("p2p: rank {} sends to itself", spec.send_rank));
+  Op send;
+  send.rank = spec.send_rank;
+  send.stream = spec.send_stream;
+  send.kind = OpKind::send;
+  send.phase = spec.where.phase;
+  send.layer = spec.where.layer;
+  send.step = spec.where.step;
+  send.bytes = spec.bytes;
+  send.peer = spec.recv_rank;
+  send.tag = spec.tag;
+  Op recv = send;
+  recv.rank = spec.recv_rank;
+  recv.stream = spec.recv_stream;
+  recv.kind = OpKind::recv;
+  recv.peer = spec.send_rank;
+  P2PIds ids;
+  ids.send = add_op(std::move(send));
+  ids.recv = add_op(std::move(recv));
+  return ids;
+}
+
+void ScheduleBuilder::launch_together(std::span<const OpId> ops) {
+  if (ops.empty()) return;
+  for (OpId o : ops) check_op(o);
+  OpId first = *std::min_element(ops.begin(), ops.end());
+  const Op& f = s_.ops[static_cast<size_t>(first)];
+  for (OpId o : ops) {
+    Op& op = s_.ops[static_cast<size_t>(o)];
+    if (!is_p2p(op.kind) || op.rank != f.rank || op.stream != f.stream)
+      bad(fmt::format("launch_together: op {} is not a send/recv on rank {} stream {}", o, f.rank, f.stream));
+    if (o != first) op.joined = true;
+  }
+}
+
+std::vector<OpId> ScheduleBuilder::collective(int group, OpKind kind, int64_t bytes, Where where,
+                                              StreamKind stream_kind, int64_t tag, int root) {
+  if (!is_collective(kind)) bad(fmt::format("collective: {} is not a collective", to_string(kind)));
+  if (group < 0 || group >= static_cast<int>(s_.groups.size())) bad(fmt::format("collective: no group {}", group));
+  const auto members = s_.groups[static_cast<size_t>(group)].ranks;
+  if (kind == OpKind::broadcast && std::find(members.begin(), members.end(), root) == members.end())
+    bad(fmt::format("collective: broadcast root {} is not in group {}", root, group));
+  std::vector<OpId> ids;
+  for (int r : members) {
+    Op op;
+    op.rank = r;
+    op.stream = stream(r, stream_kind);
+    op.kind = kind;
+    op.phase = where.phase;
+    op.layer = where.layer;
+    op.step = where.step;
+    op.bytes = bytes;
+    op.group = group;
+    op.tag = tag;
+    op.peer = kind == OpKind::broadcast ? root : -1;
+    ids.push_back(add_op(std::move(op)));
+  }
+  return ids;
+}
+
+Schedule ScheduleBuilder::build() && {
+  validate(s_);
+  return std::move(s_);
+}
+
+}  // namespace rm::schedule

@@ -1,0 +1,225 @@
+// Reading the Schedule file (see schedule_write.cpp and docs/schedule-format.md):
+// strict about structure, naming the file and JSON path of any fault; the
+// Schedule's meaning is checked afterwards by validate().
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "sim/config/json_reader.hpp"
+#include "sim/schedule/schedule_error.hpp"
+#include "sim/schedule/schedule_file.hpp"
+#include "sim/schedule/validate.hpp"
+#include "traces/text_file.hpp"
+#include "traces/trace_error.hpp"
+
+namespace rm::schedule {
+
+namespace {
+
+using nlohmann::json;
+
+// A column: `count` values, or one value standing for all of them.
+template <class T, class Get>
+std::vector<T> column(const JsonReader& r, std::string_view key, size_t count, Get get) {
+  const json& v = r.value(key);
+  std::vector<T> out;
+  out.reserve(count);
+  if (!v.is_array()) {
+    out.assign(count, get(v, key));
+    return out;
+  }
+  if (v.size() != count) r.fail(key, fmt::format("expected {} values (or one for all), got {}", count, v.size()));
+  for (size_t i = 0; i < count; ++i) out.push_back(get(v[i], fmt::format("{}[{}]", key, i)));
+  return out;
+}
+
+auto integer_in(const JsonReader& r, int64_t min, int64_t max) {
+  return [&r, min, max](const json& v, std::string_view key) {
+    if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > max)
+      r.fail(key, fmt::format("expected an integer in [{}, {}], got {}", min, max, v.dump()));
+    return v.get<int64_t>();
+  };
+}
+
+auto non_negative_number(const JsonReader& r) {
+  return [&r](const json& v, std::string_view key) {
+    if (!v.is_number() || v.get<double>() < 0) r.fail(key, fmt::format("expected a number >= 0, got {}", v.dump()));
+    return v.get<double>();
+  };
+}
+
+auto op_kind(const JsonReader& r) {
+  return [&r](const json& v, std::string_view key) {
+    std::optional<OpKind> k = v.is_string() ? parse_op_kind(v.get<std::string>()) : std::nullopt;
+    if (!k) r.fail(key, fmt::format("unknown op kind {}", v.dump()));
+    return *k;
+  };
+}
+
+constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+constexpr int64_t kMaxI64 = std::numeric_limits<int64_t>::max();
+
+// A template's ops with their ids, layer and phase not yet set; outside deps as -1.
+struct Template {
+  std::vector<Op> ops;
+  std::vector<double> flops;
+  std::vector<int64_t> blocks, tokens, bytes, tag;
+};
+
+Template read_template(const JsonReader& r) {
+  const auto n = static_cast<size_t>(r.integer("count", 1, kMaxInt));
+  auto rank = column<int64_t>(r, "rank", n, integer_in(r, 0, kMaxInt));
+  auto stream = column<int64_t>(r, "stream", n, integer_in(r, 0, kMaxInt));
+  auto kind = column<OpKind>(r, "kind", n, op_kind(r));
+  auto step = column<int64_t>(r, "step", n, integer_in(r, -1, kMaxInt));
+  auto peer = column<int64_t>(r, "peer", n, integer_in(r, -1, kMaxInt));
+  auto group = column<int64_t>(r, "group", n, integer_in(r, -1, kMaxInt));
+  auto joined = column<int64_t>(r, "joined", n, integer_in(r, 0, 1));
+  const json& deps = r.value("deps");
+  if (!deps.is_array() || deps.size() != n) r.fail("deps", fmt::format("expected an array of {} arrays", n));
+  Template t;
+  t.flops = column<double>(r, "flops", n, non_negative_number(r));
+  t.blocks = column<int64_t>(r, "blocks", n, integer_in(r, 0, kMaxI64));
+  t.tokens = column<int64_t>(r, "tokens", n, integer_in(r, 0, kMaxI64));
+  t.bytes = column<int64_t>(r, "bytes", n, integer_in(r, 0, kMaxI64));
+  t.tag = column<int64_t>(r, "tag", n, integer_in(r, std::numeric_limits<int64_t>::min(), kMaxI64));
+  r.finish();
+  t.ops.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    Op& op = t.ops[i];
+    op.rank = static_cast<int>(rank[i]);
+    op.stream = static_cast<int>(stream[i]);
+    op.kind = kind[i];
+    op.step = static_cast<int>(step[i]);
+    op.peer = static_cast<int>(peer[i]);
+    op.group = static_cast<int>(group[i]);
+    op.joined = joined[i] != 0;
+    const json& d = deps[i];
+    auto key = fmt::format("deps[{}]", i);
+    if (!d.is_array()) r.fail(key, "expected an array of local op indices");
+    for (size_t k = 0; k < d.size(); ++k)
+      op.deps.push_back(integer_in(r, -1, static_cast<int64_t>(n) - 1)(d[k], fmt::format("{}[{}]", key, k)));
+  }
+  return t;
+}
+
+// Expands one segment into s.ops, marking the ids it covers.
+void read_segment(const JsonReader& r, const std::vector<Template>& templates, Schedule& s,
+                  std::vector<bool>& covered) {
+  const auto& t = templates[static_cast<size_t>(r.integer("template", 0, static_cast<int64_t>(templates.size()) - 1))];
+  const size_t n = t.ops.size();
+  const auto first = static_cast<size_t>(r.integer("first", 0, kMaxI64));
+  const int layer = static_cast<int>(r.integer("layer", -1, kMaxInt));
+  const std::vector<std::string> phases = {"forward", "backward", "recompute", "optimizer"};
+  const Phase phase = *parse_phase(r.one_of("phase", phases));
+  auto flops = r.has("flops") ? column<double>(r, "flops", n, non_negative_number(r)) : t.flops;
+  auto blocks = r.has("blocks") ? column<int64_t>(r, "blocks", n, integer_in(r, 0, kMaxI64)) : t.blocks;
+  auto tokens = r.has("tokens") ? column<int64_t>(r, "tokens", n, integer_in(r, 0, kMaxI64)) : t.tokens;
+  auto bytes = r.has("bytes") ? column<int64_t>(r, "bytes", n, integer_in(r, 0, kMaxI64)) : t.bytes;
+  auto tag = r.has("tag") ? column<int64_t>(r, "tag", n, integer_in(r, std::numeric_limits<int64_t>::min(), kMaxI64))
+                          : t.tag;
+  std::vector<std::pair<size_t, OpId>> outside;
+  if (r.has("outside_deps")) {
+    const json& o = r.value("outside_deps");
+    if (!o.is_array()) r.fail("outside_deps", "expected an array of [op index, dependency id] pairs");
+    for (size_t k = 0; k < o.size(); ++k) {
+      auto key = fmt::format("outside_deps[{}]", k);
+      if (!o[k].is_array() || o[k].size() != 2) r.fail(key, "expected [op index, dependency id]");
+      outside.emplace_back(static_cast<size_t>(integer_in(r, 0, static_cast<int64_t>(n) - 1)(o[k][0], key)),
+                           integer_in(r, std::numeric_limits<int64_t>::min(), kMaxI64)(o[k][1], key));
+    }
+  }
+  r.finish();
+  if (first > s.ops.size() || n > s.ops.size() - first)
+    r.fail("first", fmt::format("ops {}..{} lie beyond op_count {}", first, first + n - 1, s.ops.size()));
+  size_t next_outside = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto id = static_cast<OpId>(first + i);
+    if (covered[first + i])
+      r.fail("first", fmt::format("op {}: duplicate id (this segment overlaps an earlier one)", id));
+    covered[first + i] = true;
+    Op op = t.ops[i];
+    op.id = id;
+    op.layer = layer;
+    op.phase = phase;
+    op.flops = flops[i];
+    op.blocks = blocks[i];
+    op.tokens = tokens[i];
+    op.bytes = bytes[i];
+    op.tag = tag[i];
+    for (OpId& d : op.deps) {
+      if (d >= 0) {
+        d += static_cast<OpId>(first);
+      } else {
+        if (next_outside == outside.size() || outside[next_outside].first != i)
+          r.fail("outside_deps", fmt::format("op {}: its outside dependencies are missing or out of order", id));
+        d = outside[next_outside++].second;
+      }
+    }
+    s.ops[first + i] = std::move(op);
+  }
+  if (next_outside != outside.size())
+    r.fail("outside_deps", fmt::format("entry {} matches no outside dependency of the template", next_outside));
+}
+
+}  // namespace
+
+Schedule from_schedule_json(const json& j, const std::string& name) {
+  JsonReader r(j, name);
+  const std::string format = r.str("format");
+  if (format != "ringmaster.schedule")
+    r.fail("format", fmt::format("unknown format \"{}\", expected \"ringmaster.schedule\"", format));
+  const int64_t version = r.integer("version", 0, kMaxI64);
+  if (version != kScheduleFormatVersion)
+    r.fail("version", fmt::format("unsupported schedule version {} (this build reads version {})", version,
+                                  kScheduleFormatVersion));
+  Schedule s;
+  s.generator = r.str("generator");
+  s.experiment = r.object("experiment").raw();
+  for (const JsonReader& rr : r.objects("ranks")) {
+    Rank rank{static_cast<int>(s.ranks.size()), static_cast<int>(rr.integer("gpu", 0, kMaxInt)), {}};
+    for (const JsonReader& sr : rr.objects("streams")) {
+      auto kind = *parse_stream_kind(sr.one_of("kind", {"compute", "comm_intra", "comm_inter"}));
+      rank.streams.push_back(Stream{static_cast<int>(rank.streams.size()), kind, sr.str("name")});
+      sr.finish();
+    }
+    rr.finish();
+    s.ranks.push_back(std::move(rank));
+  }
+  for (const JsonReader& gr : r.objects("groups")) {
+    std::vector<int64_t> members = gr.int_list("ranks", 0, kMaxInt);
+    s.groups.push_back(Group{static_cast<int>(s.groups.size()), {members.begin(), members.end()}, gr.str("name")});
+    gr.finish();
+  }
+  s.ops.resize(static_cast<size_t>(r.integer("op_count", 0, kMaxInt)));
+  std::vector<Template> templates;
+  for (const JsonReader& tr : r.objects("templates")) templates.push_back(read_template(tr));
+  std::vector<bool> covered(s.ops.size(), false);
+  for (const JsonReader& sr : r.objects("segments")) read_segment(sr, templates, s, covered);
+  r.finish();
+  for (size_t i = 0; i < covered.size(); ++i)
+    if (!covered[i]) r.fail("segments", fmt::format("op {}: missing (no segment covers it; op_count is {})", i, covered.size()));
+  return s;
+}
+
+Schedule read_schedule(const std::string& path) {
+  std::string text;
+  try {
+    text = traces::read_text_file(path);
+  } catch (const traces::TraceError& e) {
+    throw ScheduleError(e.what());
+  }
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    if (e.byte >= text.size())  // the parser ran out of input: say so plainly
+      throw ScheduleError(fmt::format("{}: truncated file (JSON ends early, after {} bytes)", path, text.size()));
+    throw ScheduleError(fmt::format("{}: not valid JSON ({})", path, e.what()));
+  }
+  Schedule s = from_schedule_json(j, path);
+  validate(s, path);
+  return s;
+}
+
+}  // namespace rm::schedule

@@ -1,0 +1,158 @@
+// Writing the Schedule file: ops are cut into segments (maximal runs of
+// consecutive ids with one layer and phase); segments with the same structure
+// share a template, and each segment stores only what differs from it.
+#include <string>
+#include <unordered_map>
+
+#include "sim/schedule/schedule_error.hpp"
+#include "sim/schedule/schedule_file.hpp"
+#include "traces/text_file.hpp"
+#include "traces/trace_error.hpp"
+
+namespace rm::schedule {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+struct Span {
+  size_t first = 0, count = 0;
+};
+
+std::vector<Span> segments_of(const std::vector<Op>& ops) {
+  std::vector<Span> out;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (out.empty() || ops[i].layer != ops[i - 1].layer || ops[i].phase != ops[i - 1].phase) out.push_back({i, 0});
+    ++out.back().count;
+  }
+  return out;
+}
+
+bool inside(const Span& sp, OpId d) { return d >= static_cast<OpId>(sp.first) && d < static_cast<OpId>(sp.first + sp.count); }
+
+// Everything a template fixes, as bytes: equal keys mean one template fits both.
+std::string structure_key(const std::vector<Op>& ops, const Span& sp) {
+  std::string k;
+  auto put = [&k](int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  for (size_t i = sp.first; i < sp.first + sp.count; ++i) {
+    const Op& op = ops[i];
+    for (int64_t v : {int64_t{op.rank}, int64_t{op.stream}, int64_t(op.kind), int64_t{op.step}, int64_t{op.peer},
+                      int64_t{op.group}, int64_t{op.joined}, static_cast<int64_t>(op.deps.size())})
+      put(v);
+    for (OpId d : op.deps) put(inside(sp, d) ? d - static_cast<OpId>(sp.first) : -1);
+  }
+  return k;
+}
+
+// A column is written as one value when every entry is equal.
+template <class F>
+ojson column(const std::vector<Op>& ops, const Span& sp, F field) {
+  ojson first = field(ops[sp.first]);
+  bool same = true;
+  for (size_t i = sp.first + 1; i < sp.first + sp.count && same; ++i) same = field(ops[i]) == first;
+  if (same) return first;
+  ojson a = ojson::array();
+  for (size_t i = sp.first; i < sp.first + sp.count; ++i) a.push_back(field(ops[i]));
+  return a;
+}
+
+struct CostColumns {
+  ojson flops, blocks, tokens, bytes, tag;
+};
+
+CostColumns costs(const std::vector<Op>& ops, const Span& sp) {
+  return {column(ops, sp, [](const Op& o) { return ojson(o.flops); }),
+          column(ops, sp, [](const Op& o) { return ojson(o.blocks); }),
+          column(ops, sp, [](const Op& o) { return ojson(o.tokens); }),
+          column(ops, sp, [](const Op& o) { return ojson(o.bytes); }),
+          column(ops, sp, [](const Op& o) { return ojson(o.tag); })};
+}
+
+ojson template_json(const std::vector<Op>& ops, const Span& sp, const CostColumns& c) {
+  ojson t;
+  t["count"] = sp.count;
+  t["rank"] = column(ops, sp, [](const Op& o) { return ojson(o.rank); });
+  t["stream"] = column(ops, sp, [](const Op& o) { return ojson(o.stream); });
+  t["kind"] = column(ops, sp, [](const Op& o) { return ojson(to_string(o.kind)); });
+  t["step"] = column(ops, sp, [](const Op& o) { return ojson(o.step); });
+  t["peer"] = column(ops, sp, [](const Op& o) { return ojson(o.peer); });
+  t["group"] = column(ops, sp, [](const Op& o) { return ojson(o.group); });
+  t["joined"] = column(ops, sp, [](const Op& o) { return ojson(o.joined ? 1 : 0); });
+  ojson deps = ojson::array();
+  for (size_t i = sp.first; i < sp.first + sp.count; ++i) {
+    ojson d = ojson::array();
+    for (OpId x : ops[i].deps) d.push_back(inside(sp, x) ? x - static_cast<OpId>(sp.first) : -1);
+    deps.push_back(std::move(d));
+  }
+  t["deps"] = std::move(deps);
+  t["flops"] = c.flops;
+  t["blocks"] = c.blocks;
+  t["tokens"] = c.tokens;
+  t["bytes"] = c.bytes;
+  t["tag"] = c.tag;
+  return t;
+}
+
+}  // namespace
+
+std::string to_schedule_json(const Schedule& s) {
+  ojson j;
+  j["format"] = "ringmaster.schedule";
+  j["version"] = kScheduleFormatVersion;
+  j["generator"] = s.generator;
+  j["experiment"] = ojson::parse(s.experiment.dump());  // keys sorted, as nlohmann::json keeps them
+  ojson ranks = ojson::array();
+  for (const Rank& r : s.ranks) {
+    ojson streams = ojson::array();
+    for (const Stream& st : r.streams) streams.push_back({{"kind", to_string(st.kind)}, {"name", st.name}});
+    ranks.push_back({{"gpu", r.gpu}, {"streams", std::move(streams)}});
+  }
+  j["ranks"] = std::move(ranks);
+  ojson groups = ojson::array();
+  for (const Group& g : s.groups) groups.push_back({{"name", g.name}, {"ranks", g.ranks}});
+  j["groups"] = std::move(groups);
+  j["op_count"] = s.ops.size();
+
+  ojson templates = ojson::array(), segments = ojson::array();
+  std::unordered_map<std::string, size_t> by_key;
+  std::vector<CostColumns> template_costs;
+  for (const Span& sp : segments_of(s.ops)) {
+    CostColumns c = costs(s.ops, sp);
+    auto [it, fresh] = by_key.try_emplace(structure_key(s.ops, sp), templates.size());
+    if (fresh) {
+      templates.push_back(template_json(s.ops, sp, c));
+      template_costs.push_back(c);
+    }
+    const Op& first = s.ops[sp.first];
+    ojson seg;
+    seg["template"] = it->second;
+    seg["first"] = sp.first;
+    seg["layer"] = first.layer;
+    seg["phase"] = to_string(first.phase);
+    ojson outside = ojson::array();
+    for (size_t i = sp.first; i < sp.first + sp.count; ++i)
+      for (OpId d : s.ops[i].deps)
+        if (!inside(sp, d)) outside.push_back({i - sp.first, d});
+    if (!outside.empty()) seg["outside_deps"] = std::move(outside);
+    const CostColumns& t = template_costs[it->second];
+    if (c.flops != t.flops) seg["flops"] = c.flops;
+    if (c.blocks != t.blocks) seg["blocks"] = c.blocks;
+    if (c.tokens != t.tokens) seg["tokens"] = c.tokens;
+    if (c.bytes != t.bytes) seg["bytes"] = c.bytes;
+    if (c.tag != t.tag) seg["tag"] = c.tag;
+    segments.push_back(std::move(seg));
+  }
+  j["templates"] = std::move(templates);
+  j["segments"] = std::move(segments);
+  return j.dump() + "\n";
+}
+
+void write_schedule(const Schedule& s, const std::string& path) {
+  try {
+    traces::write_text_file_atomic(path, to_schedule_json(s));
+  } catch (const traces::TraceError& e) {
+    throw ScheduleError(e.what());
+  }
+}
+
+}  // namespace rm::schedule

@@ -1,0 +1,165 @@
+#include "sim/schedule/builder.hpp"
+
+#include <map>
+#include <stdexcept>
+
+#include <gtest/gtest.h>
+
+#include "sim/schedule/comm_matching.hpp"
+#include "sim/schedule/schedule_error.hpp"
+#include "sim/schedule/topo_order.hpp"
+#include "tests/sim/schedule_random.hpp"
+
+namespace rm::schedule {
+namespace {
+
+TEST(ScheduleBuilder, BuildsRanksStreamsAndGroups) {
+  ScheduleBuilder b({{"name", "x"}}, "test");
+  EXPECT_EQ(b.add_rank(4), 0);
+  EXPECT_EQ(b.add_rank(5), 1);
+  EXPECT_EQ(b.add_stream(0, StreamKind::compute), 0);
+  EXPECT_EQ(b.add_stream(0, StreamKind::comm_inter), 1);
+  EXPECT_EQ(b.add_stream(0, StreamKind::comm_inter, "dkv"), 2);
+  EXPECT_EQ(b.stream(0, StreamKind::comm_inter), 1);
+  EXPECT_THROW(b.stream(1, StreamKind::compute), std::invalid_argument);
+  EXPECT_THROW(b.add_stream(0, StreamKind::compute), std::invalid_argument);  // name taken
+  EXPECT_THROW(b.add_group({0, 0}), std::invalid_argument);
+  EXPECT_THROW(b.add_group({0, 7}), std::invalid_argument);
+  EXPECT_EQ(b.add_group({1, 0}, "cp"), 0);
+  const Schedule& s = b.peek();
+  EXPECT_EQ(s.ranks[1].gpu, 5);
+  EXPECT_EQ(s.ranks[0].streams[2].name, "dkv");
+  EXPECT_EQ(s.groups[0].ranks, (std::vector<int>{1, 0}));
+  EXPECT_EQ(s.experiment["name"], "x");
+  EXPECT_EQ(s.generator, "test");
+}
+
+TEST(ScheduleBuilder, P2PMakesAMatchedPair) {
+  ScheduleBuilder b;
+  for (int r = 0; r < 2; ++r) b.add_rank(r), b.add_stream(r, StreamKind::comm_intra);
+  auto ids = b.p2p({0, 0, 1, 0, 512, {Phase::backward, 3, 5}, 9});
+  Schedule s = std::move(b).build();
+  const Op& send = s.ops[static_cast<size_t>(ids.send)];
+  const Op& recv = s.ops[static_cast<size_t>(ids.recv)];
+  EXPECT_EQ(send.kind, OpKind::send);
+  EXPECT_EQ(send.peer, 1);
+  EXPECT_EQ(recv.kind, OpKind::recv);
+  EXPECT_EQ(recv.rank, 1);
+  EXPECT_EQ(recv.peer, 0);
+  EXPECT_EQ(recv.bytes, 512);
+  EXPECT_EQ(recv.tag, 9);
+  EXPECT_EQ(recv.phase, Phase::backward);
+  EXPECT_EQ(recv.layer, 3);
+  EXPECT_EQ(recv.step, 5);
+  auto m = match_comms(s);
+  EXPECT_EQ(m.partner[static_cast<size_t>(ids.send)], ids.recv);
+  EXPECT_EQ(m.partner[static_cast<size_t>(ids.recv)], ids.send);
+}
+
+TEST(ScheduleBuilder, CollectiveMakesOneOpPerMember) {
+  ScheduleBuilder b;
+  for (int r = 0; r < 4; ++r) b.add_rank(r), b.add_stream(r, StreamKind::compute), b.add_stream(r, StreamKind::comm_inter);
+  int g = b.add_group({3, 1, 2});
+  auto ids = b.collective(g, OpKind::broadcast, 100, {}, StreamKind::comm_inter, 2, 1);
+  EXPECT_THROW(b.collective(g, OpKind::broadcast, 100, {}, StreamKind::comm_inter, 0, 0), std::invalid_argument);
+  EXPECT_THROW(b.collective(g, OpKind::gemm, 100, {}, StreamKind::comm_inter), std::invalid_argument);
+  Schedule s = std::move(b).build();
+  ASSERT_EQ(ids.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const Op& op = s.ops[static_cast<size_t>(ids[i])];
+    EXPECT_EQ(op.rank, s.groups[0].ranks[i]);
+    EXPECT_EQ(op.stream, 1);
+    EXPECT_EQ(op.peer, 1);  // the root
+    EXPECT_EQ(op.tag, 2);
+  }
+  auto m = match_comms(s);
+  ASSERT_EQ(m.calls.size(), 1u);
+  EXPECT_EQ(m.calls[0], ids);
+}
+
+TEST(ScheduleBuilder, RejectsBadArguments) {
+  ScheduleBuilder b;
+  b.add_rank(0), b.add_stream(0, StreamKind::compute);
+  EXPECT_THROW(b.compute(0, 3, OpKind::gemm, {}, {}), std::invalid_argument);
+  EXPECT_THROW(b.compute(0, 0, OpKind::send, {}, {}), std::invalid_argument);
+  EXPECT_THROW(b.compute(0, 0, OpKind::gemm, {}, {}, {5}), std::invalid_argument);
+  EXPECT_THROW(b.add_dep(0, 0), std::invalid_argument);
+  EXPECT_THROW(b.p2p({0, 0, 0, 0, 1, {}}), std::invalid_argument);
+}
+
+TEST(ScheduleMatching, KthSendMeetsKthRecvPerTag) {
+  ScheduleBuilder b;
+  for (int r = 0; r < 2; ++r) b.add_rank(r), b.add_stream(r, StreamKind::comm_intra), b.add_stream(r, StreamKind::comm_inter);
+  Op send;
+  send.kind = OpKind::send;
+  send.peer = 1;
+  send.bytes = 8;
+  Op recv = send;
+  recv.kind = OpKind::recv;
+  recv.rank = 1;
+  recv.peer = 0;
+  OpId s0 = b.add_op(send);
+  send.tag = 1;
+  OpId s1 = b.add_op(send);  // tag 1
+  send.tag = 0;
+  OpId s2 = b.add_op(send);
+  recv.tag = 1;
+  OpId r1 = b.add_op(recv);
+  recv.tag = 0;
+  OpId r0 = b.add_op(recv);
+  OpId r2 = b.add_op(recv);
+  auto m = match_comms(b.peek());
+  EXPECT_EQ(m.partner[static_cast<size_t>(s0)], r0);
+  EXPECT_EQ(m.partner[static_cast<size_t>(s1)], r1);
+  EXPECT_EQ(m.partner[static_cast<size_t>(s2)], r2);
+}
+
+TEST(ScheduleTopoOrder, RespectsDependenciesAndStreamOrder) {
+  for (unsigned seed = 0; seed < 20; ++seed) {
+    Schedule s = testing::random_schedule(seed);
+    auto order = topological_order(s);
+    ASSERT_EQ(order.size(), s.ops.size());
+    std::vector<size_t> pos(s.ops.size());
+    for (size_t i = 0; i < order.size(); ++i) pos[static_cast<size_t>(order[i])] = i;
+    std::map<std::pair<int, int>, OpId> last;
+    for (const Op& op : s.ops) {
+      for (OpId d : op.deps) EXPECT_LT(pos[static_cast<size_t>(d)], pos[static_cast<size_t>(op.id)]);
+      auto it = last.find({op.rank, op.stream});
+      if (it != last.end()) {
+        EXPECT_LT(pos[static_cast<size_t>(it->second)], pos[static_cast<size_t>(op.id)]);
+      }
+      last[{op.rank, op.stream}] = op.id;
+    }
+  }
+}
+
+TEST(ScheduleTopoOrder, SmallestReadyIdFirstAndCyclesThrow) {
+  ScheduleBuilder b;
+  b.add_rank(0), b.add_stream(0, StreamKind::compute), b.add_stream(0, StreamKind::comm_intra);
+  OpId a = b.compute(0, 0, OpKind::gemm, {}, {});
+  OpId c = b.compute(0, 1, OpKind::gemm, {}, {});
+  b.add_dep(c, a);
+  OpId d = b.compute(0, 0, OpKind::gemm, {}, {});
+  EXPECT_EQ(topological_order(b.peek()), (std::vector<OpId>{a, c, d}));
+  b.add_dep(a, d);
+  try {
+    topological_order(b.peek());
+    FAIL();
+  } catch (const ScheduleError& e) {
+    EXPECT_NE(std::string(e.what()).find("is on a dependency cycle"), std::string::npos);
+  }
+}
+
+TEST(ScheduleNames, RoundTripAndDescribe) {
+  for (int k = 0; k < kOpKindCount; ++k) EXPECT_EQ(parse_op_kind(to_string(static_cast<OpKind>(k))), static_cast<OpKind>(k));
+  for (int p = 0; p < kPhaseCount; ++p) EXPECT_EQ(parse_phase(to_string(static_cast<Phase>(p))), static_cast<Phase>(p));
+  for (int k = 0; k < kStreamKindCount; ++k)
+    EXPECT_EQ(parse_stream_kind(to_string(static_cast<StreamKind>(k))), static_cast<StreamKind>(k));
+  EXPECT_EQ(to_string(OpKind::all_gather), "all_gather");
+  EXPECT_FALSE(parse_op_kind("matmul"));
+  Schedule s;
+  EXPECT_EQ(describe(s, 3), "op 3");
+}
+
+}  // namespace
+}  // namespace rm::schedule

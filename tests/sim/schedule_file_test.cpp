@@ -1,0 +1,155 @@
+#include "sim/schedule/schedule_file.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include <gtest/gtest.h>
+
+#include "sim/schedule/schedule_error.hpp"
+#include "tests/sim/schedule_random.hpp"
+#include "traces/text_file.hpp"
+
+namespace rm::schedule {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::random_schedule;
+
+fs::path temp_path(const std::string& name) {
+  return fs::temp_directory_path() / ("rm_schedule_" + std::to_string(::getpid()) + "_" + name);
+}
+
+Schedule from_text(const std::string& text) {
+  return from_schedule_json(nlohmann::json::parse(text), "mem.json");
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const rm::ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(ScheduleFile, RoundTripsRandomSchedules) {
+  for (unsigned seed = 0; seed < 60; ++seed) {
+    Schedule s = random_schedule(seed);
+    ASSERT_FALSE(s.ops.empty());
+    EXPECT_EQ(from_text(to_schedule_json(s)), s) << "seed " << seed;
+  }
+}
+
+TEST(ScheduleFile, FilesRoundTripPlainAndGzipped) {
+  for (unsigned seed : {1u, 2u, 3u}) {
+    Schedule s = random_schedule(seed);
+    for (std::string name : {"s.json", "s.json.gz"}) {
+      auto p = temp_path(name);
+      write_schedule(s, p.string());
+      EXPECT_EQ(read_schedule(p.string()), s) << name << " seed " << seed;
+      fs::remove(p);
+    }
+  }
+}
+
+TEST(ScheduleFile, OutputIsDeterministic) {
+  Schedule s = random_schedule(11);
+  EXPECT_EQ(to_schedule_json(s), to_schedule_json(random_schedule(11)));
+  auto a = temp_path("a.json.gz"), b = temp_path("b.json.gz");
+  write_schedule(s, a.string());
+  write_schedule(s, b.string());
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  std::string ba((std::istreambuf_iterator<char>(fa)), {}), bb((std::istreambuf_iterator<char>(fb)), {});
+  EXPECT_FALSE(ba.empty());
+  EXPECT_EQ(ba, bb);
+  fs::remove(a);
+  fs::remove(b);
+}
+
+TEST(ScheduleFile, RepeatedLayersShareOneTemplate) {
+  ScheduleBuilder b;
+  for (int r = 0; r < 2; ++r) b.add_rank(r), b.add_stream(r, StreamKind::compute), b.add_stream(r, StreamKind::comm_intra);
+  OpId prev = -1;
+  for (int layer = 0; layer < 10; ++layer) {
+    Where w{Phase::forward, layer, 0};
+    OpId c = b.compute(0, 0, OpKind::attn_fwd, w, {1e9 * (layer + 1), 10 * layer, 128},
+                       prev >= 0 ? std::vector<OpId>{prev} : std::vector<OpId>{});
+    auto x = b.p2p({0, 1, 1, 1, 4096, w});
+    b.add_dep(x.send, c);
+    prev = b.compute(0, 0, OpKind::elementwise, w, {1e6, 0, 128}, {c});
+  }
+  Schedule s = std::move(b).build();
+  auto j = nlohmann::json::parse(to_schedule_json(s));
+  EXPECT_EQ(j["templates"].size(), 2u);  // layer 0 has no outside dep, the rest share one structure
+  EXPECT_EQ(j["segments"].size(), 10u);
+  EXPECT_TRUE(j["segments"][5].contains("flops"));   // costs differ per layer...
+  EXPECT_FALSE(j["segments"][5].contains("bytes"));  // ...bytes do not
+  EXPECT_EQ(j["segments"][5]["outside_deps"], nlohmann::json::parse("[[0, 19]]"));
+  EXPECT_EQ(from_schedule_json(j, "mem"), s);
+}
+
+TEST(ScheduleFile, RefusesUnknownFormatAndVersion) {
+  auto j = nlohmann::json::parse(to_schedule_json(random_schedule(1)));
+  j["version"] = 2;
+  EXPECT_NE(error_of([&] { from_schedule_json(j, "s.json"); }).find("s.json: $.version: unsupported schedule version 2"),
+            std::string::npos);
+  j["version"] = 1;
+  j["format"] = "chakra";
+  EXPECT_NE(error_of([&] { from_schedule_json(j, "s.json"); }).find("unknown format \"chakra\""), std::string::npos);
+  j["format"] = "ringmaster.schedule";
+  j["surprise"] = 1;
+  EXPECT_NE(error_of([&] { from_schedule_json(j, "s.json"); }).find("$.surprise: unknown key"), std::string::npos);
+}
+
+TEST(ScheduleFile, RefusesTruncatedFiles) {
+  std::string text = to_schedule_json(random_schedule(4));
+  for (std::string name : {"t.json", "t.json.gz"}) {
+    auto p = temp_path(name);
+    traces::write_text_file_atomic(p.string(), text);
+    fs::resize_file(p, fs::file_size(p) * 2 / 3);
+    std::string msg = error_of([&] { read_schedule(p.string()); });
+    EXPECT_NE(msg.find(p.string()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+    fs::remove(p);
+  }
+}
+
+TEST(ScheduleFile, RefusesDuplicateAndMissingIds) {
+  auto j = nlohmann::json::parse(to_schedule_json(random_schedule(5)));
+  ASSERT_GE(j["segments"].size(), 2u);
+  auto dup = j;
+  dup["segments"][1]["first"] = 0;  // overlaps segment 0
+  EXPECT_NE(error_of([&] { from_schedule_json(dup, "s.json"); }).find("op 0: duplicate id"), std::string::npos);
+  auto missing = j;
+  missing["op_count"] = j["op_count"].get<int>() + 1;
+  EXPECT_NE(error_of([&] { from_schedule_json(missing, "s.json"); })
+                .find("op " + std::to_string(j["op_count"].get<int>()) + ": missing"),
+            std::string::npos);
+}
+
+TEST(ScheduleFile, DanglingDependencyInFileNamesTheOp) {
+  ScheduleBuilder b;
+  b.add_rank(0), b.add_stream(0, StreamKind::compute);
+  OpId a = b.compute(0, 0, OpKind::gemm, {Phase::forward, 0, -1}, {1e9, 0, 0});
+  b.compute(0, 0, OpKind::gemm, {Phase::forward, 1, -1}, {1e9, 0, 0}, {a});
+  auto j = nlohmann::json::parse(to_schedule_json(std::move(b).build()));
+  j["segments"][1]["outside_deps"][0][1] = 99;
+  auto p = temp_path("dangling.json");
+  traces::write_text_file_atomic(p.string(), j.dump());
+  std::string msg = error_of([&] { read_schedule(p.string()); });
+  EXPECT_NE(msg.find("op 1 (rank 0 stream 'compute', gemm forward layer 1): depends on op 99, which does not exist"),
+            std::string::npos)
+      << msg;
+  fs::remove(p);
+}
+
+TEST(ScheduleFile, ReportsBadColumnWithItsPath) {
+  auto j = nlohmann::json::parse(to_schedule_json(random_schedule(6)));
+  j["templates"][0]["kind"] = "teleport";
+  EXPECT_NE(error_of([&] { from_schedule_json(j, "s.json"); }).find("$.templates[0].kind: unknown op kind"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace rm::schedule

@@ -1,0 +1,220 @@
+#include "sim/schedule/validate.hpp"
+
+#include <gtest/gtest.h>
+
+#include "sim/schedule/builder.hpp"
+#include "sim/schedule/schedule_error.hpp"
+#include "tests/sim/schedule_random.hpp"
+
+namespace rm::schedule {
+namespace {
+
+// Two ranks, each with a compute and a comm stream; group 0 = {0, 1}.
+ScheduleBuilder two_ranks() {
+  ScheduleBuilder b;
+  for (int r = 0; r < 2; ++r) {
+    b.add_rank(r);
+    b.add_stream(r, StreamKind::compute);
+    b.add_stream(r, StreamKind::comm_intra);
+  }
+  b.add_group({0, 1}, "pair");
+  return b;
+}
+
+Op comm(int rank, OpKind kind, int peer, int64_t bytes = 1024) {
+  Op op;
+  op.rank = rank;
+  op.stream = 1;
+  op.kind = kind;
+  op.peer = peer;
+  op.bytes = bytes;
+  return op;
+}
+
+// The first problem, which must be of `kind` and about `op`; returns its message.
+std::string first_problem(const Schedule& s, ProblemKind kind, OpId op) {
+  auto problems = check(s);
+  if (problems.empty()) return "no problem";
+  EXPECT_EQ(static_cast<int>(problems[0].kind), static_cast<int>(kind)) << problems[0].message;
+  EXPECT_EQ(problems[0].op, op) << problems[0].message;
+  return problems[0].message;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(ScheduleValidate, RandomSchedulesAreValid) {
+  for (unsigned seed = 0; seed < 60; ++seed) EXPECT_TRUE(check(testing::random_schedule(seed)).empty()) << seed;
+}
+
+TEST(ScheduleValidate, DanglingDependency) {
+  auto b = two_ranks();
+  OpId a = b.compute(0, 0, OpKind::gemm, {}, {});
+  Schedule s = b.peek();
+  s.ops[static_cast<size_t>(a)].deps.push_back(42);
+  auto msg = first_problem(s, ProblemKind::dangling_dep, a);
+  EXPECT_TRUE(has(msg, "op 0 (rank 0 stream 'compute', gemm forward): depends on op 42, which does not exist")) << msg;
+  EXPECT_THROW(validate(s), ScheduleError);
+}
+
+TEST(ScheduleValidate, DuplicateId) {
+  auto b = two_ranks();
+  b.compute(0, 0, OpKind::gemm, {}, {});
+  b.compute(0, 0, OpKind::gemm, {}, {});
+  Schedule s = b.peek();
+  s.ops[1].id = 0;
+  auto msg = first_problem(s, ProblemKind::bad_id, -1);
+  EXPECT_TRUE(has(msg, "op 0: duplicate id (found at position 1")) << msg;
+}
+
+TEST(ScheduleValidate, UnknownRankStreamAndGroup) {
+  auto b = two_ranks();
+  b.compute(0, 0, OpKind::gemm, {}, {});
+  Schedule s = b.peek();
+  s.ops[0].rank = 5;
+  EXPECT_TRUE(has(first_problem(s, ProblemKind::bad_rank, 0), "op 0 (rank 5 stream 0, gemm forward): unknown rank 5"));
+  s.ops[0].rank = 1;
+  s.ops[0].stream = 9;
+  EXPECT_TRUE(has(first_problem(s, ProblemKind::bad_stream, 0), "unknown stream 9 on rank 1"));
+  auto c = two_ranks();
+  auto ids = c.collective(0, OpKind::all_reduce, 64, {}, StreamKind::comm_intra);
+  Schedule t = c.peek();
+  t.ops[static_cast<size_t>(ids[1])].group = 3;
+  EXPECT_TRUE(has(first_problem(t, ProblemKind::bad_group, ids[1]), "op 1 (rank 1 stream 'comm_intra', all_reduce "
+                                                                    "forward): unknown group 3"));
+}
+
+TEST(ScheduleValidate, SendWithoutRecv) {
+  auto b = two_ranks();
+  OpId send = b.add_op(comm(0, OpKind::send, 1));
+  auto msg = first_problem(b.peek(), ProblemKind::unmatched_p2p, send);
+  EXPECT_TRUE(has(msg, "op 0 (rank 0 stream 'comm_intra', send forward): send to rank 1 (tag 0, 1024 bytes) has no "
+                       "matching recv on rank 1"))
+      << msg;
+}
+
+TEST(ScheduleValidate, RecvWithWrongTagOrBytes) {
+  auto b = two_ranks();
+  OpId send = b.add_op(comm(0, OpKind::send, 1));
+  Op recv = comm(1, OpKind::recv, 0);
+  recv.tag = 3;  // tags must agree
+  OpId r = b.add_op(recv);
+  auto problems = check(b.peek());
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].op, send);
+  EXPECT_EQ(problems[1].op, r);
+  EXPECT_TRUE(has(problems[1].message, "recv from rank 0 (tag 3, 1024 bytes) has no matching send on rank 0"));
+
+  auto c = two_ranks();
+  OpId s2 = c.add_op(comm(0, OpKind::send, 1, 1024));
+  c.add_op(comm(1, OpKind::recv, 0, 2048));
+  EXPECT_TRUE(has(first_problem(c.peek(), ProblemKind::unmatched_p2p, s2),
+                  "sends 1024 bytes but its matching recv, op 1, expects 2048"));
+}
+
+TEST(ScheduleValidate, CollectiveMissingAMember) {
+  ScheduleBuilder b;
+  for (int r = 0; r < 3; ++r) b.add_rank(r), b.add_stream(r, StreamKind::comm_inter);
+  int g = b.add_group({0, 1, 2}, "world");
+  auto ids = b.collective(g, OpKind::all_gather, 4096, {Phase::forward, 2, -1}, StreamKind::comm_inter);
+  Schedule s = b.peek();
+  s.ops.pop_back();  // rank 2 does not take part
+  auto msg = first_problem(s, ProblemKind::bad_collective, ids[0]);
+  EXPECT_TRUE(has(msg, "op 0 (rank 0 stream 'comm_inter', all_gather forward layer 2): all_gather on group 0 (tag 0): "
+                       "member rank 2 has no matching op"))
+      << msg;
+  s = b.peek();
+  s.ops[2].bytes = 1;
+  EXPECT_TRUE(has(first_problem(s, ProblemKind::bad_collective, 2), "differ in kind, bytes or root"));
+}
+
+TEST(ScheduleValidate, CollectiveOnANonMember) {
+  ScheduleBuilder b;
+  for (int r = 0; r < 3; ++r) b.add_rank(r), b.add_stream(r, StreamKind::comm_intra);
+  b.add_group({0, 1});
+  b.collective(0, OpKind::all_reduce, 64, {}, StreamKind::comm_intra);
+  Schedule s = b.peek();
+  s.ops[1].rank = 2;
+  EXPECT_TRUE(has(first_problem(s, ProblemKind::bad_group, 1), "rank 2 is not a member of group 0"));
+}
+
+TEST(ScheduleValidate, CrossRankDependency) {
+  auto b = two_ranks();
+  OpId a = b.compute(0, 0, OpKind::gemm, {}, {});
+  OpId c = b.compute(1, 0, OpKind::gemm, {}, {}, {a});
+  EXPECT_TRUE(has(first_problem(b.peek(), ProblemKind::cross_rank_dep, c), "depends on op 0 (rank 0"));
+}
+
+TEST(ScheduleValidate, DependencyCycle) {
+  auto b = two_ranks();
+  OpId a = b.compute(0, 0, OpKind::gemm, {}, {});
+  OpId c = b.compute(0, 0, OpKind::elementwise, {}, {});
+  OpId d = b.compute(0, 0, OpKind::elementwise, {}, {}, {c});
+  b.add_dep(a, d);  // a needs d, d needs c, c follows a on the stream
+  auto msg = first_problem(b.peek(), ProblemKind::cycle, a);
+  EXPECT_TRUE(has(msg, "op 0 (rank 0 stream 'compute', gemm forward): is on a dependency cycle (0 -> 2 -> 1 -> 0"))
+      << msg;
+  EXPECT_THROW(std::move(b).build(), ScheduleError);
+}
+
+TEST(ScheduleValidate, DeadlockOnCrossedReceives) {
+  // Both ranks first wait to receive, then send: matched, acyclic, and stuck.
+  auto b = two_ranks();
+  OpId r0 = b.add_op(comm(0, OpKind::recv, 1));
+  OpId r1 = b.add_op(comm(1, OpKind::recv, 0));
+  b.add_op(comm(0, OpKind::send, 1));
+  b.add_op(comm(1, OpKind::send, 0));
+  auto problems = check(b.peek());
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].kind, ProblemKind::deadlock);
+  EXPECT_EQ(problems[0].op, r0);
+  EXPECT_EQ(problems[1].op, r1);
+  EXPECT_TRUE(has(problems[0].message, "op 0 (rank 0 stream 'comm_intra', recv forward): deadlock (4 ops never run): "
+                                       "waits for its partner op 3 (rank 1"))
+      << problems[0].message;
+  try {
+    validate(b.peek(), "ring.json");
+    FAIL();
+  } catch (const ScheduleError& e) {
+    EXPECT_TRUE(has(e.what(), "ring.json: op 0 (")) << e.what();
+    EXPECT_TRUE(has(e.what(), "(and 1 more problems)")) << e.what();
+  }
+}
+
+TEST(ScheduleValidate, LaunchingTogetherResolvesTheCrossedReceives) {
+  auto b = two_ranks();
+  OpId r0 = b.add_op(comm(0, OpKind::recv, 1));
+  OpId r1 = b.add_op(comm(1, OpKind::recv, 0));
+  OpId s0 = b.add_op(comm(0, OpKind::send, 1));
+  OpId s1 = b.add_op(comm(1, OpKind::send, 0));
+  b.launch_together(std::vector<OpId>{r0, s0});
+  b.launch_together(std::vector<OpId>{s1, r1});
+  EXPECT_TRUE(check(b.peek()).empty());
+}
+
+TEST(ScheduleValidate, DeadlockThroughADependency) {
+  // rank 1's recv waits for a compute that follows a collective rank 0 joins only after its send.
+  auto b = two_ranks();
+  auto coll = b.collective(0, OpKind::all_reduce, 64, {}, StreamKind::compute);
+  auto x = b.p2p({0, 1, 1, 1, 128, {}});
+  b.add_dep(coll[0], x.send);
+  b.add_dep(x.recv, coll[1]);
+  auto problems = check(b.peek());
+  ASSERT_EQ(problems.size(), 4u);  // no dependency cycle: it closes only through the matching
+  EXPECT_EQ(problems[0].kind, ProblemKind::deadlock);
+  EXPECT_EQ(problems[0].op, coll[0]);
+  EXPECT_TRUE(has(problems[0].message, "waits for its dependency op 2 (rank 0 stream 'comm_intra', send"))
+      << problems[0].message;
+}
+
+TEST(ScheduleValidate, BadJoin) {
+  auto b = two_ranks();
+  b.compute(0, 1, OpKind::gemm, {}, {});
+  Op send = comm(0, OpKind::send, 1);
+  send.joined = true;
+  OpId s = b.add_op(send);
+  b.add_op(comm(1, OpKind::recv, 0));
+  EXPECT_TRUE(has(first_problem(b.peek(), ProblemKind::bad_join, s), "is joined"));
+}
+
+}  // namespace
+}  // namespace rm::schedule
