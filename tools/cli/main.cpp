@@ -11,7 +11,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"ringmaster: plan, simulate and run long-context attention across a GPU cluster"};
   app.require_subcommand(1);
-  // PENDING register_imbalance
+  rm::cli::register_imbalance(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
