@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/schedule/schedule_error.hpp"
+#include "sim/schedule/validate.hpp"
 #include "tests/sim/schedule_random.hpp"
 #include "traces/text_file.hpp"
 
@@ -149,6 +150,27 @@ TEST(ScheduleFile, ReportsBadColumnWithItsPath) {
   j["templates"][0]["kind"] = "teleport";
   EXPECT_NE(error_of([&] { from_schedule_json(j, "s.json"); }).find("$.templates[0].kind: unknown op kind"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace rm::schedule
+
+namespace rm::schedule {
+namespace {
+
+// The example in docs/schedule-format.md must stay a valid file.
+TEST(ScheduleFile, DocumentedExampleIsValid) {
+  std::ifstream in(std::string(RINGMASTER_SOURCE_DIR) + "/docs/schedule-format.md");
+  std::string doc((std::istreambuf_iterator<char>(in)), {});
+  auto begin = doc.find("```json\n");
+  ASSERT_NE(begin, std::string::npos);
+  begin += 8;
+  auto end = doc.find("```", begin);
+  Schedule s = from_schedule_json(nlohmann::json::parse(doc.substr(begin, end - begin)), "schedule-format.md");
+  EXPECT_NO_THROW(validate(s));
+  ASSERT_EQ(s.ops.size(), 5u);
+  EXPECT_EQ(s.ops[2].kind, OpKind::recv);
+  EXPECT_EQ(s.ops[4].deps, (std::vector<OpId>{2}));
 }
 
 }  // namespace
