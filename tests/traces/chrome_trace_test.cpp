@@ -198,3 +198,26 @@ TEST(TextFile, FailedWriteLeavesNoFile) {
 
 }  // namespace
 }  // namespace rm::traces
+
+namespace rm::traces {
+namespace {
+
+// The example in docs/timeline-format.md must stay readable.
+TEST(ChromeTrace, DocumentedExampleReads) {
+  std::ifstream in(std::string(RINGMASTER_SOURCE_DIR) + "/docs/timeline-format.md");
+  std::string doc((std::istreambuf_iterator<char>(in)), {});
+  auto begin = doc.find("```json\n");
+  ASSERT_NE(begin, std::string::npos);
+  begin += 8;
+  Timeline t = from_chrome_json(doc.substr(begin, doc.find("```", begin) - begin), "timeline-format.md");
+  EXPECT_EQ(t.source, Source::analytic);
+  EXPECT_EQ(t.stream_name(0, 1), "comm_intra");
+  ASSERT_EQ(t.events.size(), 1u);
+  EXPECT_EQ(t.events[0].op, 1742);
+  EXPECT_NEAR(t.events[0].start_s, 1520.25e-6, 1e-18);
+  EXPECT_NEAR(t.events[0].duration_s(), 310.5e-6, 1e-15);
+  EXPECT_EQ(t.metadata["step_time_s"], 4.21);
+}
+
+}  // namespace
+}  // namespace rm::traces
