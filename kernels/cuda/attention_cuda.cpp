@@ -55,12 +55,16 @@ std::size_t place(std::size_t& used, std::size_t bytes) {
 }  // namespace
 
 bool device_available() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();  // clear the sticky "no driver" error
-    return false;
-  }
-  return count > 0;
+  // Asked once: without a driver each query is slow, and the answer cannot change.
+  static const bool available = [] {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+      (void)cudaGetLastError();  // clear the "no driver" error
+      return false;
+    }
+    return count > 0;
+  }();
+  return available;
 }
 
 DevicePlan::DevicePlan(const TilePlan& plan, cudaStream_t stream) : shape_(plan.shape), causal_(plan.causal) {
