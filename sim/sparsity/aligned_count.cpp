@@ -18,10 +18,10 @@ int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 // q - k only.
 struct RelativeBlocks {
   std::vector<int64_t> offset;  // sorted j'
-  std::vector<int64_t> pairs;   // slash pairs of the block pair at that offset
+  std::vector<int64_t> pairs;   // slash pairs of the block pair at that offset (when asked for)
 };
 
-RelativeBlocks relative_slash_blocks(const IntervalSet& slashes, BlockShape s, int64_t nk) {
+RelativeBlocks relative_slash_blocks(const IntervalSet& slashes, BlockShape s, int64_t nk, bool with_pairs) {
   const int64_t r = s.bq / s.bk;
   std::vector<Interval> cand;  // j' whose q - k range [j'Bk - Bk + 1, j'Bk + Bq - 1] meets an offset
   for (const auto& d : slashes.intervals())
@@ -33,27 +33,27 @@ RelativeBlocks relative_slash_blocks(const IntervalSet& slashes, BlockShape s, i
     for (int64_t j = c.lo; j < c.hi; ++j) {
       int64_t q0 = (j + r) * s.bk;  // shifted by r blocks so both ranges are non-negative
       rel.offset.push_back(j);
-      rel.pairs.push_back(offset_pairs({q0, q0 + s.bq}, {r * s.bk, r * s.bk + s.bk}, slashes));
+      if (with_pairs) rel.pairs.push_back(offset_pairs({q0, q0 + s.bq}, {r * s.bk, r * s.bk + s.bk}, slashes));
     }
   }
   return rel;
 }
 
-// Vertical tokens per key block: count and sum of positions.
-struct ColumnBlocks {
-  std::vector<int64_t> blocks;  // key blocks holding a vertical, ascending
-  std::vector<int64_t> count;   // per key block
-  std::vector<int64_t> sum;     // per key block
+// Vertical tokens per key block holding any: count and sum of positions.
+struct ColumnBlock {
+  int64_t block = 0;
+  int64_t count = 0;
+  int64_t sum = 0;
 };
 
-ColumnBlocks column_blocks(const IntervalSet& verticals, int64_t bk, int64_t nk) {
-  ColumnBlocks cb{{}, std::vector<int64_t>(static_cast<size_t>(nk), 0), std::vector<int64_t>(static_cast<size_t>(nk), 0)};
+std::vector<ColumnBlock> column_blocks(const IntervalSet& verticals, int64_t bk) {
+  std::vector<ColumnBlock> cb;
   for (const auto& v : verticals.intervals()) {
     for (int64_t j = v.lo / bk; j <= (v.hi - 1) / bk; ++j) {
       int64_t lo = std::max(v.lo, j * bk), hi = std::min(v.hi, (j + 1) * bk);
-      if (cb.count[static_cast<size_t>(j)] == 0) cb.blocks.push_back(j);
-      cb.count[static_cast<size_t>(j)] += hi - lo;
-      cb.sum[static_cast<size_t>(j)] += (lo + hi - 1) * (hi - lo) / 2;
+      if (cb.empty() || cb.back().block != j) cb.push_back({j, 0, 0});
+      cb.back().count += hi - lo;
+      cb.back().sum += (lo + hi - 1) * (hi - lo) / 2;
     }
   }
   return cb;
@@ -73,7 +73,20 @@ bool aligned_supported(const HeadPattern& p, BlockShape s) {
   return p.slash_unit() == 1 && p.doc_starts().empty() && s.bq >= s.bk && s.bq % s.bk == 0;
 }
 
-std::vector<TileCost> aligned_costs(const HeadPattern& p, const BlockOwners& qo, const BlockOwners& ko, BlockShape s) {
+AlignedLayout aligned_layout(BlockOwners q, BlockOwners k, BlockShape s) {
+  const int64_t r = s.bq / s.bk;
+  const auto nq = std::max(static_cast<int64_t>(q.owner.size()), (static_cast<int64_t>(k.owner.size()) + r - 1) / r);
+  q.owner.resize(static_cast<size_t>(nq), -1);
+  k.owner.resize(static_cast<size_t>(nq * r), -1);
+  AlignedLayout out{std::move(q), std::move(k), 0, {}};
+  out.k_period = owner_period(out.k.owner);
+  out.k_segments = owner_segments(out.k.owner);
+  return out;
+}
+
+std::vector<TileCost> aligned_costs(const HeadPattern& p, const AlignedLayout& layout, BlockShape s) {
+  const BlockOwners& qo = layout.q;
+  const BlockOwners& ko = layout.k;
   const int64_t r = s.bq / s.bk;
   const auto nq = static_cast<int64_t>(qo.owner.size());
   const int64_t nk = nq * r, n_tokens = nq * s.bq;
@@ -85,14 +98,14 @@ std::vector<TileCost> aligned_costs(const HeadPattern& p, const BlockOwners& qo,
 
   const IntervalSet verticals = p.verticals().clipped(0, n_tokens);
   const IntervalSet slashes = p.slashes().clipped(0, n_tokens);
-  const ColumnBlocks cb = column_blocks(verticals, s.bk, nk);
-  const RelativeBlocks rel = relative_slash_blocks(slashes, s, nk);
+  const std::vector<ColumnBlock> cb = column_blocks(verticals, s.bk);
+  const RelativeBlocks rel = relative_slash_blocks(slashes, s, nk, true);
 
   // Key owners of SB(i): periodic ownership reads a residue histogram of the
   // offsets already in range (j' <= i*r), O(period) per row; otherwise prefix
   // sums over R give each owner segment in O(1), O(segments) per row.
-  const int64_t period = owner_period(ko.owner);
-  const std::vector<OwnerSegment> segs = owner_segments(ko.owner);
+  const int64_t period = layout.k_period;
+  const std::vector<OwnerSegment>& segs = layout.k_segments;
   const bool periodic = period <= static_cast<int64_t>(segs.size());
   std::vector<int64_t> hist_blocks, hist_pairs, pre_blocks, pre_pairs;
   if (periodic) {
@@ -113,13 +126,13 @@ std::vector<TileCost> aligned_costs(const HeadPattern& p, const BlockOwners& qo,
 
   std::vector<int64_t> seen_blocks(static_cast<size_t>(wk), 0);  // vertical blocks j < (i+1)r per owner
   std::vector<int64_t> seen_cols(static_cast<size_t>(wk), 0);    // verticals in blocks j < ir per owner
-  size_t next_block = 0, next_col = 0, next_rel = 0;
+  size_t next_block = 0, next_col = 0, next_rel = 0;  // into cb: blocks < (i+1)r, blocks < ir; into rel
   for (int64_t i = 0; i < nq; ++i) {
     const int64_t ir = i * r;
-    for (; next_col < cb.blocks.size() && cb.blocks[next_col] < ir; ++next_col)
-      if (int o = kown(cb.blocks[next_col]); o >= 0) seen_cols[static_cast<size_t>(o)] += cb.count[static_cast<size_t>(cb.blocks[next_col])];
-    for (; next_block < cb.blocks.size() && cb.blocks[next_block] < ir + r; ++next_block)
-      if (int o = kown(cb.blocks[next_block]); o >= 0) seen_blocks[static_cast<size_t>(o)] += 1;
+    for (; next_col < cb.size() && cb[next_col].block < ir; ++next_col)
+      if (int o = kown(cb[next_col].block); o >= 0) seen_cols[static_cast<size_t>(o)] += cb[next_col].count;
+    for (; next_block < cb.size() && cb[next_block].block < ir + r; ++next_block)
+      if (int o = kown(cb[next_block].block); o >= 0) seen_blocks[static_cast<size_t>(o)] += 1;
     if (periodic)
       for (; next_rel < rel.offset.size() && rel.offset[next_rel] <= ir; ++next_rel) {
         hist_blocks[static_cast<size_t>(mod(rel.offset[next_rel], period))] += 1;
@@ -132,9 +145,8 @@ std::vector<TileCost> aligned_costs(const HeadPattern& p, const BlockOwners& qo,
       at(pq, o).blocks += seen_blocks[static_cast<size_t>(o)];
       at(pq, o).nnz += s.bq * seen_cols[static_cast<size_t>(o)];
     }
-    for (int64_t j = ir; j < ir + r; ++j)
-      if (int o = kown(j); o >= 0 && cb.count[static_cast<size_t>(j)] > 0)
-        at(pq, o).nnz += cb.count[static_cast<size_t>(j)] * (i + 1) * s.bq - cb.sum[static_cast<size_t>(j)];
+    for (size_t c = next_col; c < next_block; ++c)  // column blocks inside the query block
+      if (int o = kown(cb[c].block); o >= 0) at(pq, o).nnz += cb[c].count * (i + 1) * s.bq - cb[c].sum;
     // Slashes.
     if (periodic) {
       for (int64_t c = 0; c < period; ++c) {
@@ -154,8 +166,9 @@ std::vector<TileCost> aligned_costs(const HeadPattern& p, const BlockOwners& qo,
 
   // Blocks that are both: vertical block j in SB(i) for i = (j + j')/r.
   const auto cls = by_residue(rel.offset, r);
-  for (int64_t j : cb.blocks) {
-    int o = kown(j);
+  for (const auto& c : cb) {
+    const int64_t j = c.block;
+    const int o = kown(j);
     if (o < 0) continue;
     for (int64_t jr : cls[static_cast<size_t>(mod(-j, r))]) {
       if (j + jr >= nk) break;
@@ -180,15 +193,15 @@ std::vector<TileCost> aligned_costs(const HeadPattern& p, const BlockOwners& qo,
 
 int64_t aligned_total_blocks(const HeadPattern& p, int64_t n_tokens, BlockShape s) {
   const int64_t r = s.bq / s.bk, nq = n_tokens / s.bq, nk = nq * r;
-  const ColumnBlocks cb = column_blocks(p.verticals().clipped(0, n_tokens), s.bk, nk);
-  const RelativeBlocks rel = relative_slash_blocks(p.slashes().clipped(0, n_tokens), s, nk);
+  const std::vector<ColumnBlock> cb = column_blocks(p.verticals().clipped(0, n_tokens), s.bk);
+  const RelativeBlocks rel = relative_slash_blocks(p.slashes().clipped(0, n_tokens), s, nk, false);
   int64_t n = 0;
-  for (int64_t j : cb.blocks) n += nq - j / r;                            // rows with (i+1)r > j
+  for (const auto& c : cb) n += nq - c.block / r;                            // rows with (i+1)r > j
   for (int64_t jr : rel.offset) n += nq - ceil_div(std::max<int64_t>(jr, 0), r);  // rows with ir >= j'
   const auto cls = by_residue(rel.offset, r);
-  for (int64_t j : cb.blocks) {
-    const auto& c = cls[static_cast<size_t>(mod(-j, r))];
-    n -= std::upper_bound(c.begin(), c.end(), nk - 1 - j) - c.begin();
+  for (const auto& c : cb) {
+    const auto& same = cls[static_cast<size_t>(mod(-c.block, r))];
+    n -= std::upper_bound(same.begin(), same.end(), nk - 1 - c.block) - same.begin();
   }
   return n;
 }

@@ -19,9 +19,18 @@ namespace rm::sparsity {
 
 bool aligned_supported(const HeadPattern& p, BlockShape s);
 
-// q: owner of each Bq block; k: owner of each Bk block, covering the same
-// tokens (k.owner.size() == q.owner.size() * Bq/Bk). Returns q.owners x k.owners costs.
-std::vector<TileCost> aligned_costs(const HeadPattern& p, const BlockOwners& q, const BlockOwners& k, BlockShape s);
+// Who holds each query block and key block, with the key side's period and
+// segments precomputed (a partition is counted against every head).
+struct AlignedLayout {
+  BlockOwners q;                       // per Bq block
+  BlockOwners k;                       // per Bk block, k.owner.size() == q.owner.size() * Bq/Bk
+  int64_t k_period = 0;                // owner_period(k.owner)
+  std::vector<OwnerSegment> k_segments;  // owner_segments(k.owner)
+};
+AlignedLayout aligned_layout(BlockOwners q, BlockOwners k, BlockShape s);  // pads both to one token range
+
+// Returns q.owners x k.owners costs.
+std::vector<TileCost> aligned_costs(const HeadPattern& p, const AlignedLayout& layout, BlockShape s);
 
 // Computed blocks of the whole causal sequence [0, n_tokens), n_tokens a multiple of Bq.
 int64_t aligned_total_blocks(const HeadPattern& p, int64_t n_tokens, BlockShape s);

@@ -14,32 +14,38 @@ void check_shape(BlockShape s) {
   if (s.bq < 1 || s.bk < 1) throw std::invalid_argument("BlockShape: bq and bk must be >= 1");
 }
 
-// Query owners per Bq block and key owners per Bk block over one token range,
-// or nullopt when the aligned path does not apply.
-std::optional<std::pair<BlockOwners, BlockOwners>> aligned_owners(const HeadPattern& p, const std::vector<TokenSet>& q,
-                                                                  const std::vector<TokenSet>& k, BlockShape s) {
-  if (!aligned_supported(p, s)) return std::nullopt;
-  auto qo = block_owners(q, s.bq);
-  auto ko = block_owners(k, s.bk);
-  if (!qo || !ko) return std::nullopt;
-  const int64_t r = s.bq / s.bk;
-  const auto nq = std::max(static_cast<int64_t>(qo->owner.size()), (static_cast<int64_t>(ko->owner.size()) + r - 1) / r);
-  qo->owner.resize(static_cast<size_t>(nq), -1);
-  ko->owner.resize(static_cast<size_t>(nq * r), -1);
-  return std::make_pair(std::move(*qo), std::move(*ko));
+// The aligned layout of (query sets, key sets), or null when the aligned
+// path does not apply. pair_costs is called once per head with the same
+// ranks, so the last layout is kept (valid until the next call).
+const AlignedLayout* aligned_owners(const HeadPattern& p, const std::vector<TokenSet>& q,
+                                            const std::vector<TokenSet>& k, BlockShape s) {
+  if (!aligned_supported(p, s)) return nullptr;
+  struct Last {
+    std::vector<TokenSet> q, k;
+    int64_t bq = 0, bk = 0;
+    std::optional<AlignedLayout> layout;
+  };
+  thread_local Last last;
+  if (last.bq != s.bq || last.bk != s.bk || last.q != q || last.k != k) {
+    auto qo = block_owners(q, s.bq);
+    auto ko = block_owners(k, s.bk);
+    last = {q, k, s.bq, s.bk, std::nullopt};
+    if (qo && ko) last.layout = aligned_layout(std::move(*qo), std::move(*ko), s);
+  }
+  return last.layout ? &*last.layout : nullptr;
 }
 
 }  // namespace
 
 TileCost count(const HeadPattern& p, const TokenSet& q, const TokenSet& k, BlockShape shape) {
   check_shape(shape);
-  if (auto own = aligned_owners(p, {q}, {k}, shape)) return aligned_costs(p, own->first, own->second, shape)[0];
+  if (auto own = aligned_owners(p, {q}, {k}, shape)) return aligned_costs(p, *own, shape)[0];
   return general_count(p, cut_tiles(q, shape.bq), cut_tiles(k, shape.bk));
 }
 
 std::vector<TileCost> pair_costs(const HeadPattern& p, const std::vector<TokenSet>& ranks, BlockShape shape) {
   check_shape(shape);
-  if (auto own = aligned_owners(p, ranks, ranks, shape)) return aligned_costs(p, own->first, own->second, shape);
+  if (auto own = aligned_owners(p, ranks, ranks, shape)) return aligned_costs(p, *own, shape);
   std::vector<std::vector<Tile>> qt, kt;
   for (const auto& r : ranks) {
     qt.push_back(cut_tiles(r, shape.bq));
@@ -60,7 +66,7 @@ std::vector<TileCost> chunk_row_costs(const HeadPattern& p, int64_t seq_len, int
   std::vector<TokenSet> rows;
   for (int64_t c = 0; c < chunks; ++c)
     rows.push_back(TokenSet{{{c * chunk_tokens, std::min(chunk_tokens, seq_len - c * chunk_tokens), 0, 1}}});
-  if (auto own = aligned_owners(p, rows, {all}, shape)) return aligned_costs(p, own->first, own->second, shape);
+  if (auto own = aligned_owners(p, rows, {all}, shape)) return aligned_costs(p, *own, shape);
   const auto keys = cut_tiles(all, shape.bk);
   std::vector<TileCost> out;
   for (const auto& row : rows) out.push_back(general_count(p, cut_tiles(row, shape.bq), keys));

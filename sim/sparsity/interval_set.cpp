@@ -6,7 +6,8 @@ namespace rm::sparsity {
 
 IntervalSet::IntervalSet(std::vector<Interval> intervals) {
   std::erase_if(intervals, [](const Interval& i) { return i.hi <= i.lo; });
-  std::sort(intervals.begin(), intervals.end(), [](const Interval& x, const Interval& y) { return x.lo < y.lo; });
+  auto by_lo = [](const Interval& x, const Interval& y) { return x.lo < y.lo; };
+  if (!std::is_sorted(intervals.begin(), intervals.end(), by_lo)) std::sort(intervals.begin(), intervals.end(), by_lo);
   for (const auto& i : intervals) {
     if (!iv_.empty() && i.lo <= iv_.back().hi) iv_.back().hi = std::max(iv_.back().hi, i.hi);
     else iv_.push_back(i);

@@ -11,10 +11,26 @@ namespace {
 
 constexpr BlockShape kReportShape{128, 64};  // MTraining's kernel tile
 
-HeadPattern assemble(const VsShape& s, const std::vector<int64_t>& v, size_t nv, const std::vector<int64_t>& d, size_t nd) {
+// Draws sorted by value, remembering their draw order: the first n draws are
+// then picked in one pass, already sorted.
+struct Ranked {
+  std::vector<std::pair<int64_t, size_t>> by_value;  // (value, draw index)
+  explicit Ranked(const std::vector<int64_t>& draws) {
+    for (size_t i = 0; i < draws.size(); ++i) by_value.emplace_back(draws[i], i);
+    std::sort(by_value.begin(), by_value.end());
+  }
+  size_t size() const { return by_value.size(); }
+  void add_first(size_t n, std::vector<Interval>& out) const {
+    for (const auto& [v, i] : by_value)
+      if (i < n) out.push_back({v, v + 1});
+  }
+};
+
+// Sinks and local diagonals first: the draws lie above them, so intervals stay sorted.
+HeadPattern assemble(const VsShape& s, const Ranked& v, size_t nv, const Ranked& d, size_t nd) {
   std::vector<Interval> cols{{0, std::min(s.sink_tokens, s.seq_len)}}, diags{{0, std::min(s.local_diagonals, s.seq_len)}};
-  for (size_t i = 0; i < std::min(nv, v.size()); ++i) cols.push_back({v[i], v[i] + 1});
-  for (size_t i = 0; i < std::min(nd, d.size()); ++i) diags.push_back({d[i], d[i] + 1});
+  v.add_first(nv, cols);
+  d.add_first(nd, diags);
   return HeadPattern::vertical_slash(IntervalSet(std::move(cols)), IntervalSet(std::move(diags)));
 }
 
@@ -23,8 +39,8 @@ int64_t causal_blocks(int64_t n_tokens) { return aligned_total_blocks(HeadPatter
 }  // namespace
 
 HeadPattern budget_head(Rng& rng, const VsShape& s, int64_t verticals, int64_t slashes) {
-  auto v = draw_distinct(rng, s.sink_tokens, s.seq_len, verticals - s.sink_tokens, s.vertical_spread);
-  auto d = draw_distinct(rng, s.local_diagonals, s.seq_len, slashes - s.local_diagonals, s.slash_spread);
+  const Ranked v(draw_distinct(rng, s.sink_tokens, s.seq_len, verticals - s.sink_tokens, s.vertical_spread));
+  const Ranked d(draw_distinct(rng, s.local_diagonals, s.seq_len, slashes - s.local_diagonals, s.slash_spread));
   return assemble(s, v, v.size(), d, d.size());
 }
 
@@ -36,8 +52,8 @@ double head_block_sparsity(const HeadPattern& p, int64_t seq_len) {
 
 HeadPattern density_head(Rng& rng, const VsShape& s, double target_density, double vertical_share, int64_t max_verticals,
                          int64_t max_slashes) {
-  const auto v = draw_distinct(rng, s.sink_tokens, s.seq_len, max_verticals - s.sink_tokens, s.vertical_spread);
-  const auto d = draw_distinct(rng, s.local_diagonals, s.seq_len, max_slashes - s.local_diagonals, s.slash_spread);
+  const Ranked v(draw_distinct(rng, s.sink_tokens, s.seq_len, max_verticals - s.sink_tokens, s.vertical_spread));
+  const Ranked d(draw_distinct(rng, s.local_diagonals, s.seq_len, max_slashes - s.local_diagonals, s.slash_spread));
   const int64_t n_tokens = s.seq_len / kReportShape.bq * kReportShape.bq;
   if (n_tokens == 0) return assemble(s, v, 0, d, 0);
   const double causal = static_cast<double>(causal_blocks(n_tokens));

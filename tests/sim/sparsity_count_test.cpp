@@ -68,8 +68,8 @@ TEST(SparsityCount, AlignedAndGeneralPathsMatchBruteForce) {
   for (int iter = 0; iter < 80; ++iter) {
     const int64_t bk = int64_t(1) << uniform(rng, 0, 4), bq = bk * uniform(rng, 1, 4);
     const int w = static_cast<int>(uniform(rng, 1, 6));
-    const int64_t unit = bq * uniform(rng, 1, 3);
-    const int64_t s = 2 * w * unit * uniform(rng, 1, 6);
+    const int64_t unit = bq * uniform(rng, 1, 2);
+    const int64_t s = 2 * w * unit * uniform(rng, 1, 4);
     const HeadPattern p = random_pattern(rng, s);
     const Mask m(p, s);
     std::vector<TokenSet> ranks;
