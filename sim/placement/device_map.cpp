@@ -76,7 +76,7 @@ RingHierarchy node_local_rings(const std::vector<int>& group_gpus, const Topolog
 
 std::vector<std::vector<int>> ring_sources(RingKind kind, int cp, int window, bool interleaved,
                                            const RingHierarchy* hier) {
-  std::vector<std::vector<int>> src(size_t(cp), std::vector<int>(size_t(cp)));
+  std::vector<std::vector<int>> src(static_cast<size_t>(cp), std::vector<int>(size_t(cp)));
   // Two-level rings: groups[o][i] is a context rank; an outer step moves KV one group
   // back, an inner step one position back inside the group.
   std::vector<std::vector<int>> groups;
@@ -90,7 +90,7 @@ std::vector<std::vector<int>> ring_sources(RingKind kind, int cp, int window, bo
     groups = hier->inner;
   }
   const int outer = int(groups.size()), inner = int(groups[0].size());
-  std::vector<std::pair<int, int>> where(size_t(cp));
+  std::vector<std::pair<int, int>> where(static_cast<size_t>(cp));
   for (int o = 0; o < outer; ++o)
     for (int i = 0; i < inner; ++i) where[size_t(groups[size_t(o)][size_t(i)])] = {o, i};
   for (int r = 0; r < cp; ++r) {

@@ -12,7 +12,7 @@ using sparsity::TokenRun;
 
 std::vector<TokenSet> contiguous_partition(int64_t S, int cp) {
   if (S % cp != 0) throw std::invalid_argument(fmt::format("contiguous: {} tokens do not split over {} ranks", S, cp));
-  std::vector<TokenSet> out(size_t(cp));
+  std::vector<TokenSet> out(static_cast<size_t>(cp));
   const int64_t n = S / cp;
   for (int r = 0; r < cp; ++r) out[size_t(r)].runs.push_back({r * n, n, n, 1});
   return out;
@@ -20,7 +20,7 @@ std::vector<TokenSet> contiguous_partition(int64_t S, int cp) {
 
 std::vector<TokenSet> zigzag_partition(int64_t S, int cp) {
   if (S % (2 * cp) != 0) throw std::invalid_argument(fmt::format("zigzag: {} tokens do not split into {} chunks", S, 2 * cp));
-  std::vector<TokenSet> out(size_t(cp));
+  std::vector<TokenSet> out(static_cast<size_t>(cp));
   const int64_t n = S / (2 * cp);
   for (int r = 0; r < cp; ++r) {
     out[size_t(r)].runs.push_back({r * n, n, n, 1});
@@ -32,7 +32,7 @@ std::vector<TokenSet> zigzag_partition(int64_t S, int cp) {
 std::vector<TokenSet> stripe_partition(int64_t S, int cp, int64_t g) {
   if (S % (int64_t(cp) * g) != 0)
     throw std::invalid_argument(fmt::format("stripe: {} tokens do not split into {}-token chunks over {} ranks", S, g, cp));
-  std::vector<TokenSet> out(size_t(cp));
+  std::vector<TokenSet> out(static_cast<size_t>(cp));
   const int64_t periods = S / (int64_t(cp) * g);
   for (int r = 0; r < cp; ++r) out[size_t(r)].runs.push_back({r * g, g, int64_t(cp) * g, periods});
   return out;
@@ -44,7 +44,7 @@ std::vector<TokenSet> periodic_partition(int64_t S, int cp, int64_t g, const std
     throw std::invalid_argument(fmt::format("balanced: {} tokens do not split into {}-token chunks over {} ranks", S, g, cp));
   const int64_t periods = S / period;
   if (int64_t(reversed.size()) != periods) throw std::invalid_argument("balanced: one direction per period expected");
-  std::vector<TokenSet> out(size_t(cp));
+  std::vector<TokenSet> out(static_cast<size_t>(cp));
   for (int r = 0; r < cp; ++r) {
     auto& runs = out[size_t(r)].runs;
     for (int64_t p = 0; p < periods; ++p) {
@@ -82,7 +82,7 @@ std::vector<bool> balance_periods(const std::vector<double>& chunk_work, int cp)
     return *hi - *lo;
   };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return spread(a) > spread(b); });
-  std::vector<double> load(size_t(cp), 0.0);
+  std::vector<double> load(static_cast<size_t>(cp), 0.0);
   for (size_t p : order) {
     double best_max[2];
     for (int dir = 0; dir < 2; ++dir) {

@@ -69,7 +69,7 @@ std::vector<sparsity::TokenSet> partition_for(Partition p, const Experiment& e, 
   if (p != Partition::balanced) return simple_partition(p, S, P.cp, P.stripe_tokens);
   // Chunk work summed over every layer and head: one partition serves all layers.
   const int64_t chunks = S / P.stripe_tokens;
-  std::vector<double> work(size_t(chunks), 0.0);
+  std::vector<double> work(static_cast<size_t>(chunks), 0.0);
   for (int l = 0; l < m.layers(); ++l)
     for (int h = 0; h < m.heads(); ++h) {
       auto c = sparsity::chunk_row_costs(m.head(l, h), S, P.stripe_tokens, shape_of(e));
@@ -94,7 +94,7 @@ ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityMo
   const int K = P.cp;
 
   // Who sends rank r its K/V for step k: the rank that held that block at step k-1.
-  std::vector<std::vector<int>> sender(size_t(K), std::vector<int>(size_t(P.cp), -1));
+  std::vector<std::vector<int>> sender(static_cast<size_t>(K), std::vector<int>(size_t(P.cp), -1));
   for (int k = 1; k < K; ++k)
     for (int r = 0; r < P.cp; ++r)
       for (int q = 0; q < P.cp; ++q)
@@ -124,7 +124,7 @@ ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityMo
     // K/V bytes of one step for head rank 0 (all head ranks hold the same KV count).
     const HeadShard hs0 = head_shard(e.model, P.hp, 0);
     const double bytes = cost::kv_bytes(S / P.cp, hs0.kv_heads, e.model.head_dim, e.workload.batch);
-    std::vector<double> transfer(size_t(K), 0.0);
+    std::vector<double> transfer(static_cast<size_t>(K), 0.0);
     for (int k = 1; k < K; ++k)
       for (int r = 0; r < P.cp; ++r) {
         const int from = group[size_t(sender[size_t(k)][size_t(r)])], to = group[size_t(r)];
@@ -141,7 +141,7 @@ ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityMo
     double sum_max_n = 0, sum_mean_n = 0, sum_step_n = 0;
     for (int l = 0; l < m.layers(); ++l) {
       // work[(h, r)][k] over every GPU of the context groups of all head ranks.
-      std::vector<std::vector<double>> wb(size_t(P.hp * P.cp), std::vector<double>(size_t(K)));
+      std::vector<std::vector<double>> wb(static_cast<size_t>(P.hp * P.cp), std::vector<double>(size_t(K)));
       std::vector<std::vector<double>> wn = wb;
       for (int h = 0; h < P.hp; ++h) {
         const auto costs = layer_pair_costs(m, l, head_shard(e.model, P.hp, h), ranks, shape, cache);

@@ -13,7 +13,7 @@ namespace {
 
 // Every token exactly once, every rank the same count.
 void expect_exact_cover(const std::vector<TokenSet>& parts, int64_t S) {
-  std::vector<int> seen(size_t(S), 0);
+  std::vector<int> seen(static_cast<size_t>(S), 0);
   for (const auto& p : parts) {
     EXPECT_EQ(p.size(), S / int64_t(parts.size()));
     for (int64_t t : p.tokens()) {
@@ -58,7 +58,7 @@ TEST(TokenPartition, PeriodicPartitionCoversForAnyDirections) {
   for (int trial = 0; trial < 50; ++trial) {
     int cp = 1 << (rng() % 4);
     int64_t g = 1 + rng() % 16, periods = 1 + rng() % 12;
-    std::vector<bool> rev(size_t(periods));
+    std::vector<bool> rev(static_cast<size_t>(periods));
     for (size_t i = 0; i < rev.size(); ++i) rev[i] = rng() % 2;
     auto parts = periodic_partition(cp * g * periods, cp, g, rev);
     expect_exact_cover(parts, cp * g * periods);
@@ -77,7 +77,7 @@ TEST(TokenPartition, BalancePeriodsEvensOutLinearGrowth) {
   // Work growing along the sequence (causal): dealing every period forward leaves the
   // last rank heaviest; the greedy alternation brings max/mean close to 1.
   const int cp = 8, periods = 16;
-  std::vector<double> work(size_t(cp * periods));
+  std::vector<double> work(static_cast<size_t>(cp * periods));
   for (size_t i = 0; i < work.size(); ++i) work[i] = double(i + 1);
   auto rev = balance_periods(work, cp);
   std::vector<double> load(cp, 0), plain(cp, 0);
