@@ -1,0 +1,38 @@
+// What both engines precompute from a Schedule before running it: each
+// stream's ops in id order with its runs (an op and the p2p ops joined to it),
+// the reverse dependency lists, communication matching, each op's compute
+// seconds and each collective call's member ranks. Keeps the two engines'
+// reading of the Schedule identical.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/cost/cost_model.hpp"
+#include "sim/schedule/comm_matching.hpp"
+#include "sim/schedule/schedule.hpp"
+
+namespace rm::engine {
+
+struct ExecPlan {
+  schedule::CommMatching match;
+  std::vector<std::vector<schedule::OpId>> streams;  // per stream: its ops, id order
+  std::vector<int32_t> stream_of;                    // per op: index into streams
+  std::vector<int32_t> run_length;                   // per op: ops in the run it heads (0: not a head)
+  std::vector<int64_t> dependents_begin;             // CSR of dependents, size ops + 1
+  std::vector<schedule::OpId> dependents;
+  std::vector<double> compute_s;                     // per op: CostModel::compute_seconds; 0 for comm
+  std::vector<int32_t> member_of;                    // per op: its index in its collective call; -1
+  std::vector<int> gpu_of_rank;
+};
+
+ExecPlan make_exec_plan(const schedule::Schedule& s, const cost::CostModel& m);
+
+// The collective's transfer plan for `call` (root resolved from the broadcast
+// op's peer).
+std::vector<cost::PlannedTransfer> plan_call(const schedule::Schedule& s, const ExecPlan& p, int64_t call);
+
+// Throws ScheduleError naming the first op that never ended (end < 0).
+void check_all_ended(const schedule::Schedule& s, const std::vector<double>& end);
+
+}  // namespace rm::engine
