@@ -1,0 +1,43 @@
+// Ops per wall second of each engine on a synthetic ring schedule (compute
+// overlapped with a neighbour exchange, 3 ops per rank and step) on the
+// a100-40g-4x8-hdr cluster. items_per_second is ops/s.
+//   build-engine/bin/bench_engines
+#include <benchmark/benchmark.h>
+
+#include "sim/config/config_store.hpp"
+#include "sim/engine/analytic.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/engine/synthetic_schedules.hpp"
+
+namespace {
+
+using namespace rm;
+
+// kind: an engine, or nullopt for the analytic engine's op times alone (no Timeline).
+void run(benchmark::State& state, std::optional<engine::EngineKind> kind) {
+  auto cfg = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "bench");
+  const Cluster cluster = parse_cluster(JsonReader(cfg.json, cfg.source));
+  const Topology topo(cluster);
+  const cost::CostModel model(cluster);
+  const auto s = engine::ring_schedule({32, 0, static_cast<int>(state.range(0)), 1e11, 16 << 20});
+  for (auto _ : state) {
+    if (kind) benchmark::DoNotOptimize(engine::simulate(s, topo, model, *kind));
+    else benchmark::DoNotOptimize(engine::run_analytic(s, topo, model));
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(s.ops.size()));
+  state.counters["ops"] = static_cast<double>(s.ops.size());
+}
+
+void BM_Analytic(benchmark::State& state) { run(state, engine::EngineKind::analytic); }
+void BM_AnalyticOpTimes(benchmark::State& state) { run(state, std::nullopt); }
+void BM_SimGrid(benchmark::State& state) { run(state, engine::EngineKind::simgrid); }
+
+// 32 ranks x steps: 1000 steps ~ 96K ops, 10000 steps ~ 960K ops. Wall time:
+// the SimGrid engine works in a child process.
+BENCHMARK(BM_Analytic)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AnalyticOpTimes)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SimGrid)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+
+}  // namespace
+
+BENCHMARK_MAIN();
