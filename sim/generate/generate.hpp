@@ -1,0 +1,23 @@
+// Schedule generators: one training step of an experiment (or the part its
+// `scope` selects) as a schedule::Schedule — per layer the forward, the
+// recomputation the checkpoint policy implies and the backward; the
+// attention as the experiment's ring kind (attention_kind.hpp) with its
+// exchanges and index building (attention.hpp); the dense parts of the layer
+// (decoder_layer.hpp); embeddings, loss, data-parallel gradient collectives
+// and the optimizer at the ends of a step. docs/generators.md shows the ops.
+#pragma once
+
+#include "sim/config/experiment.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "sim/sparsity/sparsity_model.hpp"
+#include "sim/topology/topology.hpp"
+
+namespace rm::generate {
+
+// Throws std::invalid_argument when the experiment cannot be laid out (e.g. a
+// hierarchical ring whose context group spans nodes unevenly, or a `balanced`
+// partition, which needs partition_for()), schedule::ScheduleError if the
+// result does not validate.
+schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const Topology& topo);
+
+}  // namespace rm::generate

@@ -1,0 +1,127 @@
+#include "sim/generate/step_context.hpp"
+
+#include <fmt/format.h>
+
+#include "sim/placement/token_partition.hpp"
+
+namespace rm::generate {
+
+using schedule::OpKind;
+using schedule::StreamKind;
+
+namespace {
+
+std::vector<sparsity::TokenSet> context_tokens(const Experiment& e) {
+  const Parallel& p = e.parallel;
+  return simple_partition(p.partition, e.workload.seq_len, p.cp, p.stripe_tokens);
+}
+
+}  // namespace
+
+StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityModel& patterns, const Topology& topology)
+    : e(experiment),
+      topo(topology),
+      patterns_dynamic(patterns.dynamic()),
+      map(experiment.parallel),
+      kind(make_attention_kind(experiment)),
+      work(patterns, experiment.model, experiment.parallel.hp, context_tokens(experiment),
+           {experiment.workload.block_q, experiment.workload.block_k}),
+      b(experiment.resolved, generator_name(experiment, work.sparse())) {
+  const Parallel& p = e.parallel;
+  coord.resize(size_t(p.world()));
+  for (int d = 0; d < p.dp; ++d)
+    for (int h = 0; h < p.hp; ++h)
+      for (int c = 0; c < p.cp; ++c) coord[size_t(rank(d, h, c))] = {d, h, c};
+  for (int r = 0; r < p.world(); ++r) b.add_rank(r);
+
+  auto crosses = [&](int r, const std::vector<int>& peers) {
+    for (int q : peers)
+      if (!topo.same_node(r, q)) return true;
+    return false;
+  };
+  for (int d = 0; d < p.dp; ++d)
+    for (int h = 0; h < p.hp; ++h) {
+      auto gpus = map.context_group(d, h);
+      layouts.push_back(kind->layout(gpus, topo));
+      context_groups.push_back(b.add_group(gpus, fmt::format("cp_d{}h{}", d, h)));
+    }
+  for (int d = 0; d < p.dp; ++d)
+    for (int c = 0; c < p.cp; ++c) head_groups.push_back(b.add_group(map.head_group(d, c), fmt::format("hp_d{}c{}", d, c)));
+  std::vector<int> all(size_t(p.world()));
+  for (int r = 0; r < p.world(); ++r) all[size_t(r)] = r;
+  world_group = b.add_group(all, "world");
+
+  const bool exchange = p.hp > 1 || (p.cp > 1 && (shuffles() || patterns.dynamic()));
+  const bool dp = e.scope == Scope::step && p.world() > 1;
+  streams.resize(size_t(p.world()));
+  for (int r = 0; r < p.world(); ++r) {
+    const Coord& x = coord[size_t(r)];
+    const RingLayout& l = layout(x.d, x.h);
+    RankStreams& s = streams[size_t(r)];
+    auto kind_of = [&](const std::vector<int>& peers) {
+      return crosses(r, peers) ? StreamKind::comm_inter : StreamKind::comm_intra;
+    };
+    s.compute = b.add_stream(r, StreamKind::compute, "compute");
+    if (exchange) {
+      std::vector<int> peers = map.head_group(x.d, x.c);
+      if (p.cp > 1 && (shuffles() || patterns.dynamic())) {
+        auto cg = map.context_group(x.d, x.h);
+        peers.insert(peers.end(), cg.begin(), cg.end());
+      }
+      s.exchange = b.add_stream(r, kind_of(peers), "exchange");
+    }
+    // Position of this rank's context rank in the layout, and its ring neighbours' GPUs.
+    for (int o = 0; o < l.outer(); ++o)
+      for (int i = 0; i < l.inner(); ++i) {
+        if (l.rings[size_t(o)][size_t(i)] != x.c) continue;
+        auto gpu_at = [&](int oo, int ii) {
+          return rank(x.d, x.h, l.rings[size_t((oo + l.outer()) % l.outer())][size_t((ii + l.inner()) % l.inner())]);
+        };
+        if (l.inner() > 1) {
+          const StreamKind k = kind_of({gpu_at(o, i - 1), gpu_at(o, i + 1)});
+          s.kv_inner = b.add_stream(r, k, "kv_inner");
+          if (has_backward()) s.dkv_inner = b.add_stream(r, k, "dkv_inner");
+        }
+        if (l.outer() > 1) {
+          const StreamKind k = kind_of({gpu_at(o - 1, i), gpu_at(o + 1, i)});
+          s.kv_outer = b.add_stream(r, k, "kv_outer");
+          if (has_backward()) s.dkv_outer = b.add_stream(r, k, "dkv_outer");
+        }
+      }
+    if (dp) s.dp = b.add_stream(r, kind_of(all), "dp");
+  }
+}
+
+bool StepContext::shuffles() const {
+  return e.parallel.cp > 1 && (e.parallel.partition == Partition::stripe || e.parallel.partition == Partition::balanced);
+}
+
+std::vector<OpId> StepContext::collective(int group, OpKind k, int64_t bytes, schedule::Where where,
+                                          int RankStreams::*which, RankDeps& ready, int64_t tag, int root) {
+  std::vector<OpId> ids;
+  for (int r : b.peek().groups[size_t(group)].ranks) {
+    schedule::Op op;
+    op.rank = r;
+    op.stream = streams[size_t(r)].*which;
+    op.kind = k;
+    op.phase = where.phase;
+    op.layer = where.layer;
+    op.step = where.step;
+    op.bytes = bytes;
+    op.group = group;
+    op.tag = tag;
+    op.peer = k == OpKind::broadcast ? root : -1;
+    op.deps = ready[size_t(r)];
+    ids.push_back(b.add_op(std::move(op)));
+    ready[size_t(r)] = {ids.back()};
+  }
+  return ids;
+}
+
+OpId StepContext::compute(int r, OpKind k, schedule::Where where, schedule::ComputeCost cost, RankDeps& ready) {
+  OpId id = b.compute(r, streams[size_t(r)].compute, k, where, cost, ready[size_t(r)]);
+  ready[size_t(r)] = {id};
+  return id;
+}
+
+}  // namespace rm::generate

@@ -1,0 +1,73 @@
+// What the pieces of a step generator share while one training step is built:
+// the builder, which (d, h, c) each rank is (rank id = GPU index), its
+// streams, the process groups, the ring layout of every context group and
+// the attention work cache. Pieces hand each other "ready" lists: per rank,
+// the ops that must end before the next piece may start on that rank.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "sim/config/experiment.hpp"
+#include "sim/generate/attention_kind.hpp"
+#include "sim/generate/attention_work.hpp"
+#include "sim/placement/device_map.hpp"
+#include "sim/schedule/builder.hpp"
+#include "sim/topology/topology.hpp"
+
+namespace rm::generate {
+
+using schedule::OpId;
+using RankDeps = std::vector<std::vector<OpId>>;  // per rank
+
+struct Coord {
+  int d = 0, h = 0, c = 0;
+};
+
+// Stream ids of one rank; -1 where the schedule does not need the stream.
+// Communication streams are comm_inter when any peer they serve is on another node.
+struct RankStreams {
+  int compute = -1;
+  int exchange = -1;   // head all-to-all, stripe shuffle, index-building collectives
+  int kv_inner = -1;   // inner ring K/V (the whole ring for a flat ring)
+  int kv_outer = -1;   // outer ring K/V (hierarchical, double ring)
+  int dkv_inner = -1;  // dK/dV travelling with their block, on their own communicators
+  int dkv_outer = -1;
+  int dp = -1;         // gradient and ZeRO parameter collectives
+};
+
+struct StepContext {
+  StepContext(const Experiment& experiment, const sparsity::SparsityModel& patterns, const Topology& topology);
+
+  int rank(int d, int h, int c) const { return map.gpu(d, h, c); }
+  const RingLayout& layout(int d, int h) const { return layouts[size_t(d * e.parallel.hp + h)]; }
+  bool shuffles() const;   // stripe layouts are reached by an all-to-all in the context group
+  bool has_backward() const { return e.scope != Scope::attention_fwd; }
+  // Local tokens of a rank before any exchange (batch included).
+  int64_t local_tokens() const {
+    return e.workload.seq_len / (int64_t(e.parallel.cp) * e.parallel.hp) * e.workload.batch;
+  }
+
+  // One op per member of `group` on stream `which`, each after ready[member]; ready[member]
+  // becomes that op. Returns the ops in member order.
+  std::vector<OpId> collective(int group, schedule::OpKind kind, int64_t bytes, schedule::Where where,
+                               int RankStreams::*which, RankDeps& ready, int64_t tag, int root = -1);
+  // A compute op on `rank` after ready[rank]; ready[rank] becomes it.
+  OpId compute(int rank, schedule::OpKind kind, schedule::Where where, schedule::ComputeCost cost, RankDeps& ready);
+
+  const Experiment& e;
+  const Topology& topo;
+  bool patterns_dynamic = false;
+  DeviceMap map;
+  std::unique_ptr<AttentionKind> kind;
+  AttentionWork work;
+  schedule::ScheduleBuilder b;
+  std::vector<Coord> coord;         // per rank
+  std::vector<RingLayout> layouts;  // per (d, h)
+  std::vector<int> context_groups;  // per (d, h)
+  std::vector<int> head_groups;     // per (d, c)
+  int world_group = -1;
+  std::vector<RankStreams> streams;  // per rank
+};
+
+}  // namespace rm::generate
