@@ -83,8 +83,11 @@ TEST(Topology, RailOptimisedCrossRailUsesSpine) {
 TEST(Topology, SingleNodeNeedsNoNetwork) {
   Topology t(cluster("h200-1x8"));
   for (int a = 0; a < 8; ++a)
-    for (int b = 0; b < 8; ++b)
-      if (a != b) EXPECT_EQ(t.route(a, b).slowest, LinkClass::nvlink);
+    for (int b = 0; b < 8; ++b) {
+      if (a != b) {
+        EXPECT_EQ(t.route(a, b).slowest, LinkClass::nvlink);
+      }
+    }
   EXPECT_TRUE(t.route(2, 2).links.empty());
 }
 
