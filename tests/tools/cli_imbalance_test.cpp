@@ -43,8 +43,10 @@ TEST(CliImbalance, SparseDefaultStripeBeatsZigzagAtStepLevel) {
   auto r = run_cli("imbalance --json --set workload.seq_len=128k --partition zigzag --partition stripe");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
+  // At 128K the sink columns weigh more than at 512K (docs/imbalance.md), so only the order is asserted here.
   EXPECT_GT(field(j, "zigzag", "step_imbalance"), 1.5);
-  EXPECT_LT(field(j, "stripe", "step_imbalance"), 1.25);
+  EXPECT_LT(field(j, "stripe", "step_imbalance"), field(j, "zigzag", "step_imbalance") - 0.1);
+  EXPECT_LT(field(j, "stripe", "worker_imbalance"), 1.05);
   EXPECT_FALSE(j["partitions"].contains("contiguous"));
   EXPECT_EQ(j["partitions"]["stripe"]["layers"].size(), 36u);
 }
