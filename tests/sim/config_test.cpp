@@ -104,7 +104,7 @@ TEST(Configs, BadInputNamesTheField) {
   EXPECT_THAT(error_of([&] { load_experiment(store, "/nonexistent/exp.json"); }),
               HasSubstr("/nonexistent/exp.json\" not found"));
   EXPECT_THAT(error_of([&] { load_experiment(store, "", {"nonsense"}); }), HasSubstr("expected path=value"));
-  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"parallel.hp=3"}); }),
+  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"parallel.cp=8", "parallel.hp=3"}); }),
               HasSubstr("$.parallel.hp: expected a divisor of the model's 16 heads"));
 }
 
