@@ -15,9 +15,8 @@
 namespace rm::generate {
 
 // Throws std::invalid_argument when the experiment cannot be laid out (e.g. a
-// hierarchical ring whose context group spans nodes unevenly, or a `balanced`
-// partition, which needs partition_for()), schedule::ScheduleError if the
-// result does not validate.
+// hierarchical ring whose context group spans nodes unevenly),
+// schedule::ScheduleError if the result does not validate.
 schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const Topology& topo);
 
 }  // namespace rm::generate

@@ -2,21 +2,12 @@
 
 #include <fmt/format.h>
 
-#include "sim/placement/token_partition.hpp"
+#include "sim/report/imbalance.hpp"
 
 namespace rm::generate {
 
 using schedule::OpKind;
 using schedule::StreamKind;
-
-namespace {
-
-std::vector<sparsity::TokenSet> context_tokens(const Experiment& e) {
-  const Parallel& p = e.parallel;
-  return simple_partition(p.partition, e.workload.seq_len, p.cp, p.stripe_tokens);
-}
-
-}  // namespace
 
 StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityModel& patterns, const Topology& topology)
     : e(experiment),
@@ -24,7 +15,8 @@ StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityM
       patterns_dynamic(patterns.dynamic()),
       map(experiment.parallel),
       kind(make_attention_kind(experiment)),
-      work(patterns, experiment.model, experiment.parallel.hp, context_tokens(experiment),
+      work(patterns, experiment.model, experiment.parallel.hp,
+           partition_for(experiment.parallel.partition, experiment, patterns),
            {experiment.workload.block_q, experiment.workload.block_k}),
       b(experiment.resolved, generator_name(experiment, work.sparse())) {
   const Parallel& p = e.parallel;
