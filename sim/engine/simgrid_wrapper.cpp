@@ -27,6 +27,8 @@ Simulation::Simulation() : impl_(std::make_unique<Impl>()) {
   s4u::Engine::set_config("network/bandwidth-factor:1");
   s4u::Engine::set_config("network/weight-S:0");
   s4u::Engine::set_config("network/TCP-gamma:0");
+  // One actor per transfer: small stacks keep creating thousands of them cheap.
+  s4u::Engine::set_config("contexts/stack-size:512");
   impl_->zone = s4u::create_full_zone("ringmaster");
 }
 

@@ -84,7 +84,7 @@ schedule::Schedule random_schedule(const RandomSpec& spec) {
   int64_t tag = 0;
   while (int(b.peek().ops.size()) < spec.ops) {
     const int what = uniform(0, 9);
-    const int64_t bytes = int64_t(uniform(1, 64)) << 20;
+    const int64_t bytes = int64_t(uniform(1, 64)) << 16;  // 64 KiB..4 MiB: broadcasts of at most 8 chunks
     if (what < 5) {
       const int r = uniform(0, n - 1);
       const OpKind k = compute_kinds[uniform(0, 3)];

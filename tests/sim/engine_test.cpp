@@ -109,7 +109,7 @@ TEST_P(Engines, CollectiveStartsWhenTheLastMemberArrives) {
 }
 
 TEST_P(Engines, SameInputSameTimelineByteForByte) {
-  const auto s = random_schedule({7, 6, 300});
+  const auto s = random_schedule({7, 6, 150});
   EXPECT_EQ(traces::to_chrome_json(run(s)), traces::to_chrome_json(run(s)));
 }
 
