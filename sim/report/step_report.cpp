@@ -1,0 +1,376 @@
+#include "sim/report/step_report.hpp"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "sim/cost/model_flops.hpp"
+#include "sim/schedule/comm_matching.hpp"
+
+namespace rm::report {
+
+using schedule::Op;
+using schedule::OpId;
+using schedule::OpKind;
+using schedule::Phase;
+using traces::Event;
+
+namespace {
+
+using Interval = std::pair<double, double>;
+
+// Length of the union of the intervals (sorted in place).
+double union_length(std::vector<Interval>& v) {
+  std::sort(v.begin(), v.end());
+  double total = 0, lo = 0, hi = 0;
+  bool open = false;
+  for (const auto& [a, b] : v) {
+    if (open && a <= hi) {
+      hi = std::max(hi, b);
+      continue;
+    }
+    if (open) total += hi - lo;
+    lo = a;
+    hi = b;
+    open = true;
+  }
+  return open ? total + hi - lo : total;
+}
+
+Breakdown breakdown(const schedule::Schedule& s, const traces::Timeline& tl, double step) {
+  const size_t R = s.ranks.size();
+  std::vector<std::vector<Interval>> compute(R), any(R);
+  for (const Event& ev : tl.events) {
+    const schedule::Stream* st = s.find_stream(ev.rank, ev.stream);
+    if (!st) continue;
+    any[size_t(ev.rank)].emplace_back(ev.start_s, ev.end_s);
+    if (st->kind == schedule::StreamKind::compute) compute[size_t(ev.rank)].emplace_back(ev.start_s, ev.end_s);
+  }
+  Breakdown b;
+  for (size_t r = 0; r < R; ++r) {
+    // Exposed communication is what the union of all streams adds to the compute union.
+    const double c = union_length(compute[r]), busy = union_length(any[r]);
+    b.per_rank.push_back({int(r), c, busy - c, std::max(0.0, step - busy)});
+  }
+  if (R == 0) return b;
+  b.min = b.max = b.per_rank[0];
+  for (const RankTime& t : b.per_rank) {
+    b.mean.compute_s += t.compute_s / double(R);
+    b.mean.exposed_comm_s += t.exposed_comm_s / double(R);
+    b.mean.idle_s += t.idle_s / double(R);
+    b.min = {-1, std::min(b.min.compute_s, t.compute_s), std::min(b.min.exposed_comm_s, t.exposed_comm_s),
+             std::min(b.min.idle_s, t.idle_s)};
+    b.max = {-1, std::max(b.max.compute_s, t.compute_s), std::max(b.max.exposed_comm_s, t.exposed_comm_s),
+             std::max(b.max.idle_s, t.idle_s)};
+  }
+  return b;
+}
+
+// work[(layer, step)][rank] -> {worker, step} ratios as imbalance.hpp defines them.
+using Work = std::map<std::pair<int, int>, std::vector<double>>;
+
+std::pair<double, double> ratios(const Work& work, size_t ranks) {
+  std::map<int, std::vector<double>> per_layer;
+  double step_max = 0, total = 0;
+  for (const auto& [key, w] : work) {
+    auto& l = per_layer.try_emplace(key.first, ranks, 0.0).first->second;
+    for (size_t r = 0; r < ranks; ++r) l[r] += w[r];
+    step_max += *std::max_element(w.begin(), w.end());
+  }
+  double worker_max = 0;
+  for (const auto& [layer, w] : per_layer) {
+    worker_max += *std::max_element(w.begin(), w.end());
+    for (double x : w) total += x;
+  }
+  const double mean = total / double(ranks);
+  if (mean <= 0) return {1, 1};
+  return {worker_max / mean, step_max / mean};
+}
+
+bool is_forward_attention(const Op& op) { return op.kind == OpKind::attn_fwd && op.phase == Phase::forward; }
+
+Imbalance imbalance(const schedule::Schedule& s, const std::vector<const Event*>& ev) {
+  const size_t R = s.ranks.size();
+  Work planned, measured;
+  for (const Op& op : s.ops) {
+    if (!is_forward_attention(op)) continue;
+    const std::pair<int, int> key{op.layer, std::max(op.step, 0)};
+    planned.try_emplace(key, R, 0.0).first->second[size_t(op.rank)] += op.blocks > 0 ? double(op.blocks) : op.flops;
+    const Event* e = ev[size_t(op.id)];
+    measured.try_emplace(key, R, 0.0).first->second[size_t(op.rank)] += e ? e->duration_s() : 0.0;
+  }
+  if (R == 0) return {};
+  const auto [worker, step] = ratios(planned, R);
+  return {worker, step, ratios(measured, R).second};
+}
+
+// What the start of each op waited for, in the engines' semantics (engine.hpp):
+// a stream launches runs (an op plus the p2p ops joined to it) in id order, a
+// run once every op of it has its deps ended and the previous run has ended.
+class StartConstraints {
+ public:
+  explicit StartConstraints(const schedule::Schedule& s) : s_(s), match_(schedule::match_comms(s)) {
+    run_of_.resize(s.ops.size());
+    std::map<std::pair<int, int>, int64_t> last_run;  // per (rank, stream)
+    for (const Op& op : s.ops) {
+      auto [it, fresh] = last_run.try_emplace({op.rank, op.stream}, -1);
+      if (fresh || !op.joined) {
+        prev_run_.push_back(it->second);
+        runs_.emplace_back();
+        it->second = int64_t(runs_.size()) - 1;
+      }
+      runs_[size_t(it->second)].push_back(op.id);
+      run_of_[size_t(op.id)] = it->second;
+    }
+  }
+
+  // The op's own constraints: the deps of its run, and the previous run's ops.
+  template <class F>
+  void local(OpId op, F&& f) const {
+    const int64_t run = run_of_[size_t(op)];
+    for (OpId x : runs_[size_t(run)])
+      for (OpId d : s_.ops[size_t(x)].deps) f(d);
+    if (prev_run_[size_t(run)] >= 0)
+      for (OpId x : runs_[size_t(prev_run_[size_t(run)])]) f(x);
+  }
+
+  // The ops whose posting a transfer of `op` also waits for.
+  std::vector<OpId> partners(OpId op) const {
+    std::vector<OpId> out;
+    if (OpId p = match_.partner[size_t(op)]; p >= 0) out.push_back(p);
+    if (int64_t c = match_.call_of[size_t(op)]; c >= 0)
+      for (OpId m : match_.calls[size_t(c)])
+        if (m >= 0 && m != op) out.push_back(m);
+    return out;
+  }
+
+ private:
+  const schedule::Schedule& s_;
+  schedule::CommMatching match_;
+  std::vector<int64_t> run_of_, prev_run_;
+  std::vector<std::vector<OpId>> runs_;
+};
+
+CriticalPath critical_path(const schedule::Schedule& s, const std::vector<const Event*>& ev) {
+  CriticalPath cp;
+  OpId cur = -1;
+  for (const Op& op : s.ops)
+    if (ev[size_t(op.id)] && (cur < 0 || ev[size_t(op.id)]->end_s > ev[size_t(cur)]->end_s)) cur = op.id;
+  if (cur < 0) return cp;
+
+  const StartConstraints sc(s);
+  std::vector<char> on_path(s.ops.size(), 0);
+  std::map<std::pair<OpKind, Phase>, CriticalPathShare> shares;
+  auto visit = [&](OpId op, double seconds) {
+    on_path[size_t(op)] = 1;
+    cp.ops.push_back(op);
+    const Op& o = s.ops[size_t(op)];
+    auto& sh = shares[{o.kind, o.phase}];
+    sh.kind = o.kind;
+    sh.phase = o.phase;
+    sh.seconds += seconds;
+    ++sh.ops;
+    (schedule::is_compute(o.kind) ? cp.compute_s : cp.communication_s) += seconds;
+  };
+
+  const double t_end = ev[size_t(cur)]->end_s;
+  double t = t_end;  // the path covers [t, t_end] so far
+  for (;;) {
+    // The latest-ending constraint of cur or of a partner (cur's own first on ties).
+    OpId best = -1, via = -1;
+    double best_end = 0;
+    auto consider = [&](OpId through) {
+      sc.local(through, [&](OpId p) {
+        const Event* e = ev[size_t(p)];
+        if (!e || on_path[size_t(p)] || (best >= 0 && e->end_s <= best_end)) return;
+        best = p;
+        via = through;
+        best_end = e->end_s;
+      });
+    };
+    consider(cur);
+    for (OpId m : sc.partners(cur))
+      if (!on_path[size_t(m)]) consider(m);
+
+    const double start = std::min(ev[size_t(cur)]->start_s, t);
+    if (best < 0) {
+      visit(cur, t - start);
+      t = start;
+      break;
+    }
+    const double ready = std::min(best_end, t);
+    // A partner's constraint can end after cur was posted: the transfer ran from then.
+    visit(cur, t - std::max(start, ready));
+    cp.waiting_s += std::max(0.0, start - ready);
+    if (via != cur) visit(via, 0.0);
+    t = ready;
+    cur = best;
+  }
+  cp.length_s = t_end - t;
+  std::reverse(cp.ops.begin(), cp.ops.end());
+  for (auto& [key, sh] : shares) cp.by_kind.push_back(sh);
+  std::stable_sort(cp.by_kind.begin(), cp.by_kind.end(),
+                   [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+  return cp;
+}
+
+}  // namespace
+
+StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, const traces::Timeline& tl) {
+  StepReport r;
+  r.gpus = int(s.ranks.size());
+  r.step_time_s = tl.makespan_s();
+
+  std::vector<const Event*> ev(s.ops.size(), nullptr);
+  for (const Event& x : tl.events)
+    if (x.op >= 0 && size_t(x.op) < ev.size() && !ev[size_t(x.op)]) ev[size_t(x.op)] = &x;
+
+  r.model_flops = cost::model_flops(e).total();
+  for (const Op& op : s.ops)
+    if (schedule::is_compute(op.kind)) r.performed_flops += op.flops;
+  if (r.step_time_s > 0) {
+    const double tokens = double(e.parallel.dp) * e.workload.batch * double(e.workload.seq_len);
+    r.tokens_per_s = tokens / r.step_time_s;
+    const double peak = r.step_time_s * r.gpus * e.cluster.gpu.peak_tflops_bf16 * 1e12;
+    if (peak > 0) {
+      r.mfu_dense = r.model_flops / peak;
+      r.mfu_effective = r.performed_flops / peak;
+    }
+  }
+  r.breakdown = breakdown(s, tl, r.step_time_s);
+  r.imbalance = imbalance(s, ev);
+  r.critical_path = critical_path(s, ev);
+  return r;
+}
+
+namespace {
+
+nlohmann::json rank_json(const RankTime& t) {
+  nlohmann::json j{{"compute_s", t.compute_s}, {"exposed_comm_s", t.exposed_comm_s}, {"idle_s", t.idle_s}};
+  if (t.rank >= 0) j["rank"] = t.rank;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const StepReport& r) {
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (const RankTime& t : r.breakdown.per_rank) per_rank.push_back(rank_json(t));
+  nlohmann::json by_kind = nlohmann::json::array();
+  for (const auto& sh : r.critical_path.by_kind)
+    by_kind.push_back({{"kind", schedule::to_string(sh.kind)},
+                       {"phase", schedule::to_string(sh.phase)},
+                       {"seconds", sh.seconds},
+                       {"ops", sh.ops}});
+  const CriticalPath& cp = r.critical_path;
+  return {
+      {"step_time_s", r.step_time_s},
+      {"tokens_per_s", r.tokens_per_s},
+      {"gpus", r.gpus},
+      {"flops", {{"model", r.model_flops}, {"performed", r.performed_flops}}},
+      {"mfu", {{"dense", r.mfu_dense}, {"effective", r.mfu_effective}}},
+      {"breakdown",
+       {{"per_rank", per_rank},
+        {"mean", rank_json(r.breakdown.mean)},
+        {"min", rank_json(r.breakdown.min)},
+        {"max", rank_json(r.breakdown.max)}}},
+      {"imbalance",
+       {{"worker", r.imbalance.worker}, {"step", r.imbalance.step}, {"step_measured", r.imbalance.step_measured}}},
+      {"critical_path",
+       {{"length_s", cp.length_s},
+        {"ops", cp.ops.size()},
+        {"op_ids", cp.ops},
+        {"compute_s", cp.compute_s},
+        {"communication_s", cp.communication_s},
+        {"waiting_s", cp.waiting_s},
+        {"by_kind", by_kind}}},
+  };
+}
+
+namespace {
+
+// Above kTextRanks ranks the table shows the slowest few and min / mean / max.
+constexpr size_t kTextRanks = 8;
+constexpr size_t kTextSlowestRanks = 3;
+constexpr size_t kTextPathKinds = 10;
+
+// Seconds with a unit that keeps 3-4 significant digits.
+std::string secs(double s) {
+  if (s >= 1 || s == 0) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.3f} ms", s * 1e3);
+  return fmt::format("{:.3f} us", s * 1e6);
+}
+
+std::string pct(double part, double whole) { return fmt::format("{:.1f}%", whole > 0 ? 100 * part / whole : 0.0); }
+
+// First column left-aligned, the others right-aligned, two spaces apart.
+std::string table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], row[i].size());
+    }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line = "  ";
+    for (size_t i = 0; i < row.size(); ++i)
+      line += i == 0 ? fmt::format("{:<{}}", row[i], width[i]) : fmt::format("  {:>{}}", row[i], width[i]);
+    out += line + '\n';
+  }
+  return out;
+}
+
+std::vector<std::string> rank_row(const std::string& name, const RankTime& t, double step) {
+  return {name, secs(t.compute_s), secs(t.exposed_comm_s), secs(t.idle_s), pct(t.idle_s, step)};
+}
+
+}  // namespace
+
+std::string to_text(const StepReport& r) {
+  std::string out;
+  out += fmt::format("step time      {}\n", secs(r.step_time_s));
+  out += fmt::format("tokens/s       {:.0f}\n", r.tokens_per_s);
+  out += fmt::format("MFU            {:.1f}% dense-equivalent, {:.1f}% effective ({:.3g} model / {:.3g} performed "
+                     "FLOPs on {} GPUs)\n\n",
+                     100 * r.mfu_dense, 100 * r.mfu_effective, r.model_flops, r.performed_flops, r.gpus);
+
+  const Breakdown& b = r.breakdown;
+  std::vector<std::vector<std::string>> rows{{"rank", "compute", "exposed comm", "idle", "idle %"}};
+  if (b.per_rank.size() <= kTextRanks) {
+    for (const RankTime& t : b.per_rank) rows.push_back(rank_row(std::to_string(t.rank), t, r.step_time_s));
+  } else {
+    // The ranks that set the step: the busiest (least idle), lowest id on ties.
+    std::vector<RankTime> slow = b.per_rank;
+    std::stable_sort(slow.begin(), slow.end(), [](const auto& x, const auto& y) { return x.idle_s < y.idle_s; });
+    for (size_t i = 0; i < kTextSlowestRanks; ++i)
+      rows.push_back(rank_row(fmt::format("{} (slowest {})", slow[i].rank, i + 1), slow[i], r.step_time_s));
+    rows.push_back(rank_row("min", b.min, r.step_time_s));
+  }
+  rows.push_back(rank_row("mean", b.mean, r.step_time_s));
+  rows.push_back(rank_row("max", b.max, r.step_time_s));
+  out += fmt::format("per-rank time ({} ranks; columns add up to the step time)\n{}\n", b.per_rank.size(), table(rows));
+
+  out += "attention imbalance (forward attention ops; 1 = balanced)\n";
+  out += table({{"worker-level, planned (max/mean of rank totals)", fmt::format("{:.3f}", r.imbalance.worker)},
+                {"step-level, planned (sum of step max / sum of step mean)", fmt::format("{:.3f}", r.imbalance.step)},
+                {"step-level, on the Timeline's durations", fmt::format("{:.3f}", r.imbalance.step_measured)}});
+
+  const CriticalPath& cp = r.critical_path;
+  out += fmt::format("\ncritical path  {} over {} ops: compute {} ({}), communication {} ({}), waiting {} ({})\n",
+                     secs(cp.length_s), cp.ops.size(), secs(cp.compute_s), pct(cp.compute_s, cp.length_s),
+                     secs(cp.communication_s), pct(cp.communication_s, cp.length_s), secs(cp.waiting_s),
+                     pct(cp.waiting_s, cp.length_s));
+  std::vector<std::vector<std::string>> kinds{{"kind", "phase", "time", "share", "ops"}};
+  for (size_t i = 0; i < cp.by_kind.size() && i < kTextPathKinds; ++i) {
+    const auto& sh = cp.by_kind[i];
+    kinds.push_back({std::string(schedule::to_string(sh.kind)), std::string(schedule::to_string(sh.phase)),
+                     secs(sh.seconds), pct(sh.seconds, cp.length_s), std::to_string(sh.ops)});
+  }
+  out += table(kinds);
+  return out;
+}
+
+}  // namespace rm::report

@@ -1,0 +1,92 @@
+// The step report of `ringmaster simulate`: from a Schedule and the Timeline an
+// engine predicted (or the runtime measured) for it — step time, tokens/s,
+// MFU, the per-rank time breakdown, attention imbalance and the critical path.
+// Works on any Timeline that joins the Schedule on op ids; events of ops the
+// Schedule lacks count in the breakdown only. docs/report.md defines every
+// figure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/config/experiment.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "traces/timeline.hpp"
+
+namespace rm::report {
+
+// Seconds of one rank within [begin, end] of the Timeline; the three add up to
+// the step time.
+struct RankTime {
+  int rank = -1;              // -1 in the mean and max rows
+  double compute_s = 0;       // some compute stream busy (union)
+  double exposed_comm_s = 0;  // some communication stream busy, no compute stream
+  double idle_s = 0;          // neither
+};
+
+struct Breakdown {
+  std::vector<RankTime> per_rank;  // every rank of the Schedule, by id
+  RankTime mean, min, max;         // each column on its own
+};
+
+// Attention imbalance of the forward attention ops (attn_fwd, phase forward),
+// with work[r][(layer, step)] per rank r and ring step, an op's work being its
+// tiles (blocks), or its FLOPs when it has none. Over layers as
+// sim/report/imbalance.hpp does: sums of maxima over sums of means.
+struct Imbalance {
+  double worker = 1;         // planned: sum_l max_r sum_k work / sum_l mean_r sum_k work
+  double step = 1;           // planned: sum_{l,k} max_r work / sum_{l,k} mean_r work
+  double step_measured = 1;  // the step ratio on the Timeline's durations of those ops
+};
+
+struct CriticalPathShare {
+  schedule::OpKind kind = schedule::OpKind::gemm;
+  schedule::Phase phase = schedule::Phase::forward;
+  double seconds = 0;
+  int ops = 0;
+};
+
+// Walked back from the op that ends last: at each op, the latest-ending of
+// what its start waited for — its explicit deps, the previous launch on its
+// stream, and for a matched send/recv or collective the same of its partner or
+// of the call's other members (the transfer starts once all are posted).
+struct CriticalPath {
+  double length_s = 0;              // end of the last op - start of the first op of the path
+  std::vector<schedule::OpId> ops;  // first to last in time, with the partners the path went through
+  double compute_s = 0;             // time on compute ops
+  double communication_s = 0;       // time on communication ops
+  double waiting_s = 0;             // gaps: an op started after all it waited for had ended
+  std::vector<CriticalPathShare> by_kind;  // seconds per (kind, phase), largest first
+};
+
+struct StepReport {
+  int gpus = 0;           // ranks of the Schedule
+  double step_time_s = 0;  // makespan of the Timeline
+  // dp * batch * seq_len / step time. For scope `step` the training throughput;
+  // for the other scopes the rate of the one layer (or its attention) the
+  // Schedule holds over the whole batch — not a training throughput.
+  double tokens_per_s = 0;
+  double model_flops = 0;      // sim/cost/model_flops.hpp, for the experiment's scope
+  double performed_flops = 0;  // sum of the compute ops' flops: recomputation and sparsity included
+  double mfu_dense = 0;        // model_flops / (step time * gpus * peak bf16)
+  double mfu_effective = 0;    // performed_flops / the same
+  Breakdown breakdown;
+  Imbalance imbalance;
+  CriticalPath critical_path;
+};
+
+StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, const traces::Timeline& tl);
+
+// Keys: step_time_s, tokens_per_s, flops {model, performed}, mfu {dense,
+// effective}, gpus, breakdown {per_rank [...], mean, min, max}, imbalance {worker, step,
+// step_measured}, critical_path {length_s, ops, op_ids, compute_s,
+// communication_s, waiting_s, by_kind [...]}.
+nlohmann::json to_json(const StepReport& r);
+
+// A human summary with aligned tables. Above 8 ranks the rank table shows the
+// 3 slowest ranks (least idle time) and min / mean / max instead of every rank.
+std::string to_text(const StepReport& r);
+
+}  // namespace rm::report
