@@ -183,6 +183,7 @@ CriticalPath critical_path(const schedule::Schedule& s, const std::vector<const 
     double best_end = 0;
     auto consider = [&](OpId through) {
       sc.local(through, [&](OpId p) {
+        if (p < 0 || size_t(p) >= ev.size()) return;  // a dangling dep of an unvalidated Schedule
         const Event* e = ev[size_t(p)];
         if (!e || on_path[size_t(p)] || (best >= 0 && e->end_s <= best_end)) return;
         best = p;
@@ -296,17 +297,22 @@ constexpr size_t kTextRanks = 8;
 constexpr size_t kTextSlowestRanks = 3;
 constexpr size_t kTextPathKinds = 10;
 
-// Seconds with a unit that keeps 3-4 significant digits.
-std::string secs(double s) {
-  if (s >= 1 || s == 0) return fmt::format("{:.3f} s", s);
-  if (s >= 1e-3) return fmt::format("{:.3f} ms", s * 1e3);
-  return fmt::format("{:.3f} us", s * 1e6);
+// Every duration of a report in one unit, the one that suits its step time, so columns compare.
+struct Unit {
+  double per_s;
+  const char* name;
+  std::string operator()(double s) const { return fmt::format("{:.3f} {}", s * per_s, name); }
+};
+Unit unit_for(double step) {
+  if (step >= 1) return {1, "s"};
+  if (step >= 1e-3) return {1e3, "ms"};
+  return {1e6, "us"};
 }
 
 std::string pct(double part, double whole) { return fmt::format("{:.1f}%", whole > 0 ? 100 * part / whole : 0.0); }
 
-// First column left-aligned, the others right-aligned, two spaces apart.
-std::string table(const std::vector<std::vector<std::string>>& rows) {
+// The first `left` columns left-aligned (names), the others right-aligned (numbers), two spaces apart.
+std::string table(const std::vector<std::vector<std::string>>& rows, size_t left = 1) {
   std::vector<size_t> width;
   for (const auto& row : rows)
     for (size_t i = 0; i < row.size(); ++i) {
@@ -317,19 +323,21 @@ std::string table(const std::vector<std::vector<std::string>>& rows) {
   for (const auto& row : rows) {
     std::string line = "  ";
     for (size_t i = 0; i < row.size(); ++i)
-      line += i == 0 ? fmt::format("{:<{}}", row[i], width[i]) : fmt::format("  {:>{}}", row[i], width[i]);
+      line += (i == 0 ? "" : "  ") +
+              (i < left ? fmt::format("{:<{}}", row[i], width[i]) : fmt::format("{:>{}}", row[i], width[i]));
     out += line + '\n';
   }
   return out;
 }
 
-std::vector<std::string> rank_row(const std::string& name, const RankTime& t, double step) {
+std::vector<std::string> rank_row(const std::string& name, const RankTime& t, double step, const Unit& secs) {
   return {name, secs(t.compute_s), secs(t.exposed_comm_s), secs(t.idle_s), pct(t.idle_s, step)};
 }
 
 }  // namespace
 
 std::string to_text(const StepReport& r) {
+  const Unit secs = unit_for(r.step_time_s);
   std::string out;
   out += fmt::format("step time      {}\n", secs(r.step_time_s));
   out += fmt::format("tokens/s       {:.0f}\n", r.tokens_per_s);
@@ -340,17 +348,17 @@ std::string to_text(const StepReport& r) {
   const Breakdown& b = r.breakdown;
   std::vector<std::vector<std::string>> rows{{"rank", "compute", "exposed comm", "idle", "idle %"}};
   if (b.per_rank.size() <= kTextRanks) {
-    for (const RankTime& t : b.per_rank) rows.push_back(rank_row(std::to_string(t.rank), t, r.step_time_s));
+    for (const RankTime& t : b.per_rank) rows.push_back(rank_row(std::to_string(t.rank), t, r.step_time_s, secs));
   } else {
     // The ranks that set the step: the busiest (least idle), lowest id on ties.
     std::vector<RankTime> slow = b.per_rank;
     std::stable_sort(slow.begin(), slow.end(), [](const auto& x, const auto& y) { return x.idle_s < y.idle_s; });
     for (size_t i = 0; i < kTextSlowestRanks; ++i)
-      rows.push_back(rank_row(fmt::format("{} (slowest {})", slow[i].rank, i + 1), slow[i], r.step_time_s));
-    rows.push_back(rank_row("min", b.min, r.step_time_s));
+      rows.push_back(rank_row(fmt::format("{} (slowest {})", slow[i].rank, i + 1), slow[i], r.step_time_s, secs));
+    rows.push_back(rank_row("min", b.min, r.step_time_s, secs));
   }
-  rows.push_back(rank_row("mean", b.mean, r.step_time_s));
-  rows.push_back(rank_row("max", b.max, r.step_time_s));
+  rows.push_back(rank_row("mean", b.mean, r.step_time_s, secs));
+  rows.push_back(rank_row("max", b.max, r.step_time_s, secs));
   out += fmt::format("per-rank time ({} ranks; columns add up to the step time)\n{}\n", b.per_rank.size(), table(rows));
 
   out += "attention imbalance (forward attention ops; 1 = balanced)\n";
@@ -369,7 +377,9 @@ std::string to_text(const StepReport& r) {
     kinds.push_back({std::string(schedule::to_string(sh.kind)), std::string(schedule::to_string(sh.phase)),
                      secs(sh.seconds), pct(sh.seconds, cp.length_s), std::to_string(sh.ops)});
   }
-  out += table(kinds);
+  out += table(kinds, 2);
+  if (cp.by_kind.size() > kTextPathKinds)
+    out += fmt::format("  ({} more kind/phase pairs in the JSON)\n", cp.by_kind.size() - kTextPathKinds);
   return out;
 }
 
