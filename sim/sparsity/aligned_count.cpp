@@ -107,6 +107,28 @@ std::vector<TileCost> aligned_costs(const HeadPattern& p, const AlignedLayout& l
   const int64_t period = layout.k_period;
   const std::vector<OwnerSegment>& segs = layout.k_segments;
   const bool periodic = period <= static_cast<int64_t>(segs.size());
+  // Many short segments (the balanced partition: a 128-token chunk per
+  // segment, no period): walk R's runs of consecutive offsets instead, each
+  // over the segments its key blocks span, when that is cheaper per row.
+  std::vector<Interval> rruns;  // j' in [lo, hi)
+  for (int64_t j : rel.offset) {
+    if (!rruns.empty() && rruns.back().hi == j) ++rruns.back().hi;
+    else rruns.push_back({j, j + 1});
+  }
+  int64_t owned = 0;
+  for (const auto& sg : segs) owned += sg.end - sg.begin;
+  const double mean_seg = segs.empty() ? 1.0 : static_cast<double>(owned) / static_cast<double>(segs.size());
+  const bool walk = !periodic && 2.0 * static_cast<double>(rruns.size()) + static_cast<double>(rel.offset.size()) / mean_seg <
+                                     static_cast<double>(segs.size());
+  std::vector<size_t> first_seg;  // first segment with end > key block x, x in [0, nk]
+  if (walk) {
+    first_seg.resize(static_cast<size_t>(nk + 1));
+    size_t g = 0;
+    for (int64_t x = 0; x <= nk; ++x) {
+      while (g < segs.size() && segs[g].end <= x) ++g;
+      first_seg[static_cast<size_t>(x)] = g;
+    }
+  }
   std::vector<int64_t> hist_blocks, hist_pairs, pre_blocks, pre_pairs;
   if (periodic) {
     hist_blocks.assign(static_cast<size_t>(period), 0);
@@ -154,6 +176,16 @@ std::vector<TileCost> aligned_costs(const HeadPattern& p, const AlignedLayout& l
         if (int o = kown(mod(ir - c, period)); o >= 0)
           at(pq, o) += TileCost{hist_blocks[static_cast<size_t>(c)], hist_pairs[static_cast<size_t>(c)]};
       }
+    } else if (walk) {
+      for (size_t e = 0; e < rruns.size() && rruns[e].lo <= ir; ++e) {
+        const int64_t kb_lo = ir - std::min(rruns[e].hi, ir + 1) + 1, kb_hi = ir - rruns[e].lo + 1;  // key blocks
+        for (size_t g = first_seg[static_cast<size_t>(kb_lo)]; g < segs.size() && segs[g].begin < kb_hi; ++g) {
+          // key blocks [a, b)  <=>  j' in (ir - b, ir - a], prefix indices ir - b + r, ir - a + r
+          const int64_t a = std::max(kb_lo, segs[g].begin), b = std::min(kb_hi, segs[g].end);
+          const auto lo = static_cast<size_t>(ir - b + r), hi = static_cast<size_t>(ir - a + r);
+          at(pq, segs[g].owner) += TileCost{pre_blocks[hi] - pre_blocks[lo], pre_pairs[hi] - pre_pairs[lo]};
+        }
+      }
     } else {
       for (const auto& sg : segs) {  // j in [begin, end)  <=>  j' in [ir - end + 1, ir - begin]
         int64_t lo = std::max(ir - sg.end + 1, -(r - 1)) + r - 1, hi = ir - sg.begin + r;  // prefix indices
@@ -186,6 +218,78 @@ std::vector<TileCost> aligned_costs(const HeadPattern& p, const AlignedLayout& l
         for (int64_t i = a / s.bq; i * s.bq < b; ++i)
           if (int pq = qown(i); pq >= 0) at(pq, o).nnz -= std::min(b, (i + 1) * s.bq) - std::max(a, i * s.bq);
       }
+    }
+  }
+  return out;
+}
+
+bool aligned_chunk_rows_supported(const HeadPattern& p, int64_t seq_len, int64_t chunk_tokens, BlockShape s) {
+  return aligned_supported(p, s) && seq_len >= 0 && chunk_tokens >= 1 && seq_len % s.bq == 0 && chunk_tokens % s.bq == 0;
+}
+
+std::vector<TileCost> aligned_chunk_row_costs(const HeadPattern& p, int64_t seq_len, int64_t chunk_tokens, BlockShape s) {
+  const int64_t r = s.bq / s.bk, nq = seq_len / s.bq, nk = nq * r, per = chunk_tokens / s.bq;
+  const int64_t chunks = (seq_len + chunk_tokens - 1) / chunk_tokens;
+  std::vector<TileCost> out(static_cast<size_t>(chunks));
+  if (nq == 0) return out;
+  const IntervalSet verticals = p.verticals().clipped(0, seq_len);
+  const IntervalSet slashes = p.slashes().clipped(0, seq_len);
+  const std::vector<ColumnBlock> cb = column_blocks(verticals, s.bk);
+  const RelativeBlocks rel = relative_slash_blocks(slashes, s, nk, true);
+
+  // Blocks both column and slash per query block: column block j and j' in R
+  // with j + j' = i·r, so j' ≡ -j (mod r); j + j' >= 0 always (j' > -r).
+  std::vector<int64_t> both(static_cast<size_t>(nq), 0);
+  const auto cls = by_residue(rel.offset, r);
+  for (const auto& c : cb)
+    for (int64_t jr : cls[static_cast<size_t>(mod(-c.block, r))]) {
+      if (c.block + jr >= nk) break;
+      ++both[static_cast<size_t>((c.block + jr) / r)];
+    }
+
+  // One sweep over query blocks: vertical blocks j < (i+1)r, verticals in
+  // blocks j < ir (whole columns), R's offsets j' <= ir with their pairs.
+  size_t next_block = 0, next_col = 0, next_rel = 0;
+  int64_t vblocks = 0, cols = 0, sblocks = 0, spairs = 0;
+  for (int64_t i = 0; i < nq; ++i) {
+    const int64_t ir = i * r;
+    for (; next_col < cb.size() && cb[next_col].block < ir; ++next_col) cols += cb[next_col].count;
+    for (; next_block < cb.size() && cb[next_block].block < ir + r; ++next_block) ++vblocks;
+    for (; next_rel < rel.offset.size() && rel.offset[next_rel] <= ir; ++next_rel) {
+      ++sblocks;
+      spairs += rel.pairs[next_rel];
+    }
+    TileCost t{vblocks + sblocks - both[static_cast<size_t>(i)], spairs + s.bq * cols};
+    for (size_t c = next_col; c < next_block; ++c)  // column blocks inside the query block: a triangle
+      t.nnz += cb[c].count * (i + 1) * s.bq - cb[c].sum;
+    out[static_cast<size_t>(i / per)] += t;
+  }
+
+  // Pairs both column and slash: queries [v + d.lo, v + d.hi) for vertical v
+  // and offset interval d. Each run adds +1 from its start and -1 from its
+  // end; per chunk bucket, the events' weight and weighted position give
+  // F(X) = #{such pairs with query < X} = X·Σw - Σw·pos at chunk edges.
+  if (!verticals.empty() && !slashes.empty()) {
+    std::vector<int64_t> ev_w(static_cast<size_t>(chunks), 0), ev_wp(static_cast<size_t>(chunks), 0);
+    auto event = [&](int64_t pos, int64_t w) {
+      const auto b = static_cast<size_t>(pos / chunk_tokens);
+      ev_w[b] += w;
+      ev_wp[b] += w * pos;
+    };
+    for (const auto& v : verticals.intervals())
+      for (int64_t t = v.lo; t < v.hi; ++t)
+        for (const auto& d : slashes.intervals()) {
+          if (t + d.lo >= seq_len) break;
+          event(t + d.lo, 1);
+          if (t + d.hi < seq_len) event(t + d.hi, -1);
+        }
+    int64_t w = 0, wp = 0, f_lo = 0;  // events before the chunk's start, F at it
+    for (int64_t c = 0; c < chunks; ++c) {
+      w += ev_w[static_cast<size_t>(c)];
+      wp += ev_wp[static_cast<size_t>(c)];
+      const int64_t x = std::min(seq_len, (c + 1) * chunk_tokens), f_hi = x * w - wp;
+      out[static_cast<size_t>(c)].nnz -= f_hi - f_lo;
+      f_lo = f_hi;
     }
   }
   return out;

@@ -32,6 +32,17 @@ AlignedLayout aligned_layout(BlockOwners q, BlockOwners k, BlockShape s);  // pa
 // Returns q.owners x k.owners costs.
 std::vector<TileCost> aligned_costs(const HeadPattern& p, const AlignedLayout& layout, BlockShape s);
 
+// chunk_row_costs without an owner split, when Bq divides both seq_len and
+// chunk_tokens (and aligned_supported): a chunk is whole query blocks, and
+// against ALL keys query block i costs |VB(i)| + |SB(i)| - |VB(i) ∩ SB(i)|
+// blocks — a column prefix, a prefix of R, and the pairs (column block j,
+// j' in R) with j + j' = i·r — so one sweep gives every chunk. Non-zeros:
+// slash pairs (prefix of R's pairs) + column pairs - (column and slash) pairs,
+// the last bucketed per chunk from the start and end of each run of queries
+// v + [d.lo, d.hi) per vertical token v and offset interval.
+bool aligned_chunk_rows_supported(const HeadPattern& p, int64_t seq_len, int64_t chunk_tokens, BlockShape s);
+std::vector<TileCost> aligned_chunk_row_costs(const HeadPattern& p, int64_t seq_len, int64_t chunk_tokens, BlockShape s);
+
 // Computed blocks of the whole causal sequence [0, n_tokens), n_tokens a multiple of Bq.
 int64_t aligned_total_blocks(const HeadPattern& p, int64_t n_tokens, BlockShape s);
 

@@ -61,6 +61,7 @@ std::vector<TileCost> pair_costs(const HeadPattern& p, const std::vector<TokenSe
 std::vector<TileCost> chunk_row_costs(const HeadPattern& p, int64_t seq_len, int64_t chunk_tokens, BlockShape shape) {
   check_shape(shape);
   if (seq_len < 0 || chunk_tokens < 1) throw std::invalid_argument("chunk_row_costs: need seq_len >= 0, chunk_tokens >= 1");
+  if (aligned_chunk_rows_supported(p, seq_len, chunk_tokens, shape)) return aligned_chunk_row_costs(p, seq_len, chunk_tokens, shape);
   const int64_t chunks = (seq_len + chunk_tokens - 1) / chunk_tokens;
   const TokenSet all{{{0, seq_len, 0, 1}}};
   std::vector<TokenSet> rows;

@@ -113,6 +113,52 @@ TEST(SparsityCount, ChunkRowCostsMatchBruteForce) {
   }
 }
 
+// Aligned chunk rows (Bq divides seq_len and chunk): chunk_row_costs takes the
+// owner-free fast path, which equals the general path chunk by chunk.
+TEST(SparsityCount, ChunkRowCostsFastPathEqualsGeneralPath) {
+  Rng rng(16);
+  for (int iter = 0; iter < 80; ++iter) {
+    const int64_t bk = int64_t(1) << uniform(rng, 0, 4), bq = bk * uniform(rng, 1, 4);
+    const int64_t chunk = bq * uniform(rng, 1, 4);
+    const int64_t s = bq * uniform(rng, 1, 60);  // the last chunk may be short
+    HeadPattern p = random_pattern(rng, s);
+    if (!aligned_supported(p, {bq, bk})) p = HeadPattern::vertical_slash(random_intervals(rng, s, 40), random_intervals(rng, s, 40));
+    const BlockShape shape{bq, bk};
+    ASSERT_TRUE(aligned_chunk_rows_supported(p, s, chunk, shape));
+    const auto fast = aligned_chunk_row_costs(p, s, chunk, shape);
+    ASSERT_EQ(chunk_row_costs(p, s, chunk, shape), fast);  // the dispatcher takes the fast path
+    ASSERT_EQ(static_cast<int64_t>(fast.size()), (s + chunk - 1) / chunk);
+    const auto keys = cut_tiles(TokenSet{{{0, s, 0, 1}}}, bk);
+    for (size_t c = 0; c < fast.size(); ++c) {
+      const auto c0 = static_cast<int64_t>(c) * chunk;
+      const TokenSet row{{{c0, std::min(chunk, s - c0), 0, 1}}};
+      ASSERT_EQ(fast[c], general_count(p, cut_tiles(row, bq), keys)) << "iter " << iter << " " << to_string(p.kind()) << " chunk " << c;
+    }
+  }
+  EXPECT_FALSE(aligned_chunk_rows_supported(HeadPattern::dense_causal(), 256, 96, {64, 32}));  // chunk not whole tiles
+  EXPECT_FALSE(aligned_chunk_rows_supported(HeadPattern::document_causal({0, 100}), 256, 64, {64, 32}));
+}
+
+// Balanced-style partitions: periods of w one-tile chunks, each dealt forward or
+// backward, so key ownership has many short segments and no period — the case
+// where aligned_costs walks R's runs over the segments.
+TEST(SparsityCount, PairCostsOnReversedPeriodsMatchBruteForce) {
+  Rng rng(17);
+  for (int iter = 0; iter < 12; ++iter) {
+    const int w = static_cast<int>(uniform(rng, 2, 4));
+    const int64_t bk = int64_t(1) << uniform(rng, 0, 2), bq = bk * uniform(rng, 1, 2);
+    const int64_t periods = uniform(rng, 8, 24), s = periods * w * bq;
+    std::vector<TokenSet> ranks(static_cast<size_t>(w));
+    for (int64_t per = 0; per < periods; ++per) {
+      const bool rev = uniform(rng, 0, 1) == 1;
+      for (int r = 0; r < w; ++r)
+        ranks[static_cast<size_t>(rev ? w - 1 - r : r)].runs.push_back({(per * w + r) * bq, bq, 0, 1});
+    }
+    const HeadPattern p = HeadPattern::vertical_slash(random_intervals(rng, s, 6), random_intervals(rng, s, 6));
+    expect_pair_costs(p, Mask(p, s), ranks, {bq, bk}, "iter " + std::to_string(iter));
+  }
+}
+
 TEST(SparsityCount, AlignedTotalBlocksMatchesBruteForce) {
   Rng rng(15);
   for (int iter = 0; iter < 60; ++iter) {

@@ -1,16 +1,21 @@
 // Speed of the sparse-attention workload model on the default experiment:
 // 36 layers x 16 heads of a pattern at 512K tokens, W = 32 context ranks,
-// 128x64 tiles; times build_sparsity and pair_costs for all heads under the
-// stripe (128 tokens), contiguous and zigzag partitions, on one core.
+// 128x64 tiles; times build_sparsity, pair_costs for all heads under the
+// stripe (128 tokens), contiguous and zigzag partitions, and chunk_row_costs
+// (128-token query chunks against all keys: the balanced partition's input)
+// and pair_costs under that balanced partition, on one core.
 //   bench_sparsity [pattern.json] [--seq-len N] [--ranks W]
 #include <chrono>
+#include <cstdint>
 #include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "sim/config/embedded_configs.hpp"
 #include "sim/config/json_reader.hpp"
+#include "sim/placement/token_partition.hpp"
 #include "sim/sparsity/sparsity_model.hpp"
 
 namespace {
@@ -82,6 +87,38 @@ int main(int argc, char** argv) {
           for (const auto& c : pair_costs(model.head(l, h), ranks, {})) blocks += c.blocks, nnz += c.nnz;
       std::printf("pair_costs %-10s W=%d, all %d heads: %s  (blocks %lld, nnz %lld)\n", kind, w,
                   model.layers() * model.heads(), t.str().c_str(), static_cast<long long>(blocks), static_cast<long long>(nnz));
+    }
+    {
+      const int64_t chunk = 128;
+      int64_t blocks = 0, nnz = 0;
+      std::vector<double> work(static_cast<size_t>((seq_len + chunk - 1) / chunk), 0.0);
+      uint64_t hash = 14695981039346656037ull;  // FNV-1a over every chunk's (blocks, nnz), to compare builds
+      auto mix = [&](int64_t v) { hash = (hash ^ static_cast<uint64_t>(v)) * 1099511628211ull; };
+      Timer t;
+      for (int l = 0; l < model.layers(); ++l)
+        for (int h = 0; h < model.heads(); ++h)
+          for (size_t i = 0; const auto& c : chunk_row_costs(model.head(l, h), seq_len, chunk, {})) {
+            blocks += c.blocks, nnz += c.nnz;
+            mix(c.blocks), mix(c.nnz);
+            work[i++] += static_cast<double>(c.blocks);
+          }
+      std::printf("chunk_row_costs chunk=%lld, all %d heads: %s  (blocks %lld, nnz %lld, hash %016llx)\n",
+                  static_cast<long long>(chunk), model.layers() * model.heads(), t.str().c_str(),
+                  static_cast<long long>(blocks), static_cast<long long>(nnz), static_cast<unsigned long long>(hash));
+      // The balanced partition built from that work, as `ringmaster imbalance` does.
+      if (seq_len % (chunk * w) == 0) {
+        const auto ranks = rm::periodic_partition(seq_len, w, chunk, rm::balance_periods(work, w));
+        uint64_t h2 = 14695981039346656037ull;
+        Timer tb;
+        for (int l = 0; l < model.layers(); ++l)
+          for (int h = 0; h < model.heads(); ++h)
+            for (const auto& c : pair_costs(model.head(l, h), ranks, {})) {
+              h2 = (h2 ^ static_cast<uint64_t>(c.blocks)) * 1099511628211ull;
+              h2 = (h2 ^ static_cast<uint64_t>(c.nnz)) * 1099511628211ull;
+            }
+        std::printf("pair_costs balanced   W=%d, all %d heads: %s  (hash %016llx)\n", w, model.layers() * model.heads(),
+                    tb.str().c_str(), static_cast<unsigned long long>(h2));
+      }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_sparsity: %s\n", e.what());
