@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/config/cluster.hpp"
+#include "sim/config/experiment.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/topology/topology.hpp"
 
@@ -33,8 +34,13 @@ struct PlannedTransfer {
 inline constexpr double kBroadcastChunkBytes = 512.0 * 1024;
 inline constexpr int kMaxBroadcastChunks = 64;
 
-// Attention tile shape, used only to turn `blocks` into FLOPs when an
-// attention op gives blocks and no flops.
+// Below this fill (allowed entries / computed tile entries) an attention op is
+// a sparse-index kernel. Dense causal tiles fill ~1 (only diagonal tiles are
+// half full); vertical-slash tiles fill a few percent to a few tens.
+inline constexpr double kSparseKernelFill = 0.5;
+
+// Attention tile shape: turns `blocks` into the FLOPs a tile kernel performs.
+// Must match the experiment's workload.block_q/block_k and the model's head_dim.
 struct TileShape {
   int64_t bq = 128;
   int64_t bk = 64;
@@ -44,14 +50,20 @@ struct TileShape {
 class CostModel {
  public:
   explicit CostModel(const Cluster& c, TileShape tile = {});
+  // The cost model of an experiment: its cluster, its kernel tile and head dim.
+  static CostModel for_experiment(const Experiment& e) {
+    return CostModel(e.cluster, TileShape{e.workload.block_q, e.workload.block_k, e.model.head_dim});
+  }
 
   // Seconds a compute op runs alone on its stream:
   //   launch + max(flops / rate(kind), bytes / (HBM x elementwise_efficiency)).
   // rate(kind) = peak x efficiency: gemm -> gemm_efficiency; attn_fwd and
   // index_build -> attention_fwd_efficiency; attn_bwd ->
   // attention_bwd_efficiency; elementwise -> gemm_efficiency (its bytes
-  // normally dominate). Attention ops with blocks > 0 are sparse-index
-  // kernels and run at sparse_block_efficiency times the dense rate.
+  // normally dominate). Attention ops with blocks > 0 are tile kernels: they
+  // run max(flops, blocks x tile FLOPs); when the allowed entries fill less than
+  // kSparseKernelFill of their tiles they are sparse-index kernels and run at
+  // sparse_block_efficiency times the dense rate.
   double compute_seconds(const schedule::Op& op) const;
 
   // Effective bytes/s of a link: bandwidth x its class's efficiency.
@@ -81,7 +93,7 @@ class CostModel {
   const Cluster& cluster() const { return c_; }
 
  private:
-  double rate_flops(const schedule::Op& op) const;
+  double rate_flops(const schedule::Op& op, bool sparse_kernel) const;
   Cluster c_;
   TileShape tile_;
   double local_rate_ = 0;

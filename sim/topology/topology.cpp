@@ -120,6 +120,19 @@ const Route& Topology::route(int src, int dst) const {
   return route_cache_[k];
 }
 
+namespace {
+// ECMP picks a spine per flow by hashing its header; a fixed mix of the GPU
+// pair stands in for it (a plain (src + dst) mod spines sends every flow of a
+// node-strided ring through one spine).
+uint64_t ecmp_hash(int src, int dst) {
+  uint64_t x = (uint64_t(uint32_t(src)) << 32) ^ uint64_t(uint32_t(dst));
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
 Route Topology::compute_route(int src, int dst) const {
   Route r;
   r.inter_node = !same_node(src, dst);
@@ -132,7 +145,7 @@ Route Topology::compute_route(int src, int dst) const {
     const double w = links_[l].latency_us + 1e3 / links_[l].bandwidth_GBps;
     boost::add_edge(size_t(links_[l].from), size_t(links_[l].to), EdgeProps{int(l), w}, g);
   }
-  const int spine = spines_ > 0 ? spine_vertices_[size_t((src + dst) % spines_)] : -1;
+  const int spine = spines_ > 0 ? spine_vertices_[size_t(ecmp_hash(src, dst) % uint64_t(spines_))] : -1;
   auto allowed = [&](const Graph::edge_descriptor& e) {
     int from = int(boost::source(e, g)), to = int(boost::target(e, g));
     if (is_gpu_[size_t(from)] && from != src) return false;  // no relaying through a GPU

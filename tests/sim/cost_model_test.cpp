@@ -34,15 +34,24 @@ TEST(CostModel, ComputeIsFlopsOverKindRatePlusLaunch) {
   EXPECT_NEAR(m.compute_seconds(op(OpKind::index_build, 312e12 * 0.55 * 1e-3)), 1e-3 + 5e-6, 1e-12);
 }
 
-TEST(CostModel, SparseTilesRunAtSparseBlockEfficiency) {
+TEST(CostModel, AttentionPaysForEveryComputedTile) {
   CostModel m(a100());
-  const double f = 312e12 * 0.55 * 0.80 * 1e-3;
-  EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_fwd, f, 10)), 1e-3 + 5e-6, 1e-12);
-  // blocks without flops: 4 * 128 * 64 * 128 FLOPs per tile (attention_cost.hpp)
-  const double per_tile = 4.0 * 128 * 64 * 128;
+  const double per_tile = 4.0 * 128 * 64 * 128;  // attention_cost.hpp, tile 128 x 64, d = 128
+  // Tiles filled (dense causal): the dense rate, on the larger of flops and tile FLOPs.
+  EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_fwd, 1000 * per_tile, 1000)), 5e-6 + 1000 * per_tile / (312e12 * 0.55),
+              1e-12);
+  EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_fwd, 0.6 * 1000 * per_tile, 1000)),
+              5e-6 + 1000 * per_tile / (312e12 * 0.55), 1e-12);
+  // Tiles a tenth full (vertical-slash): every tile is paid for, at sparse_block_efficiency.
+  EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_fwd, 0.1 * 1000 * per_tile, 1000)),
+              5e-6 + 1000 * per_tile / (312e12 * 0.55 * 0.8), 1e-12);
+  // Blocks without flops are sparse tiles too; the backward does 2.5x the forward's work.
   EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_fwd, 0, 1000)), 5e-6 + 1000 * per_tile / (312e12 * 0.55 * 0.8), 1e-12);
   EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_bwd, 0, 1000)),
               5e-6 + 2.5 * 1000 * per_tile / (312e12 * 0.40 * 0.8), 1e-12);
+  // Without blocks, flops alone decide, at the dense rate.
+  const double f = 312e12 * 0.55 * 1e-3;
+  EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_fwd, f, 0)), 1e-3 + 5e-6, 1e-12);
 }
 
 TEST(CostModel, ElementwiseIsARooflineOverHbm) {

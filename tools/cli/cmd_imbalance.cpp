@@ -10,6 +10,7 @@
 #include "sim/sparsity/sparsity_model.hpp"
 #include "traces/text_file.hpp"
 #include "tools/cli/cli_common.hpp"
+#include "tools/cli/pipeline.hpp"
 
 namespace rm::cli {
 
@@ -60,9 +61,7 @@ void run(const Options& o) {
   }
   ProgressLine progress(!o.exp.json);
   progress.update("building the sparsity pattern", 0, 1);
-  const sparsity::PatternContext ctx{e.model.layers, e.model.heads, e.model.kv_heads, e.workload.seq_len,
-                                     e.workload.seed, e.workload.pattern_base_dir};
-  const auto model = sparsity::build_sparsity(e.workload.pattern, e.workload.pattern_source, ctx);
+  const auto model = build_patterns(e);
   const Topology topo(e.cluster);
   const ImbalanceReport rep = imbalance_report(e, model, topo, parts, [&](const std::string& what, int d, int t) {
     progress.update(what, d, t);

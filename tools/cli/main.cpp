@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   CLI::App app{"ringmaster: plan, simulate and run long-context attention across a GPU cluster"};
   app.require_subcommand(1);
   rm::cli::register_imbalance(app);
+  rm::cli::register_schedule(app);
+  rm::cli::register_simulate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

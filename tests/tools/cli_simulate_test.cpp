@@ -1,0 +1,108 @@
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "run_cli.hpp"
+
+namespace rm::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Small enough to run in a second: one 8-GPU node, 16K tokens, attention only.
+const std::string kSmall =
+    " --set cluster=h200-1x8 --set parallel.cp=8 --set parallel.ring=ring --set workload.seq_len=16k"
+    " --set scope=attention_fwd_bwd";
+
+std::filesystem::path temp_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+TEST(CliSimulate, JsonHasTheStableKeys) {
+  auto r = run_cli("simulate --json" + kSmall);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"step_time_s", "tokens_per_s", "mfu", "breakdown", "imbalance", "critical_path"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_GT(j["step_time_s"].get<double>(), 0);
+  EXPECT_GT(j["tokens_per_s"].get<double>(), 0);
+  EXPECT_GE(j["imbalance"]["worker"].get<double>(), 1.0 - 1e-9);
+  EXPECT_GE(j["imbalance"]["step"].get<double>(), j["imbalance"]["worker"].get<double>() - 1e-9);
+}
+
+TEST(CliSimulate, TraceIsChromeJsonAndDeterministic) {
+  const auto dir = temp_dir("rm_cli_trace");
+  auto a = run_cli("simulate" + kSmall + " --trace a.json", dir.string());
+  auto b = run_cli("simulate" + kSmall + " --trace b.json", dir.string());
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const std::string ta = slurp((dir / "a.json").string()), tb = slurp((dir / "b.json").string());
+  EXPECT_EQ(ta, tb);
+  auto j = nlohmann::json::parse(ta);
+  ASSERT_TRUE(j.contains("traceEvents"));
+  int complete = 0;
+  for (const auto& ev : j["traceEvents"]) {
+    if (ev["ph"] != "X") continue;
+    ++complete;
+    EXPECT_TRUE(ev.contains("pid") && ev.contains("tid") && ev.contains("ts") && ev.contains("dur"));
+    EXPECT_TRUE(ev["args"].contains("op"));
+  }
+  EXPECT_GT(complete, 8 * 8);  // at least one attention op per rank per ring step
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliSimulate, ScheduleFileRoundTripGivesTheSameStep) {
+  const auto dir = temp_dir("rm_cli_sched");
+  auto w = run_cli("schedule --json -o step.json.gz" + kSmall, dir.string());
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_GT(nlohmann::json::parse(w.out)["ops"].get<int>(), 0);
+  auto direct = run_cli("simulate --json" + kSmall);
+  auto replay = run_cli("simulate --json --schedule step.json.gz", dir.string());
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(direct.out)["step_time_s"].get<double>(),
+                   nlohmann::json::parse(replay.out)["step_time_s"].get<double>());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliSimulate, SimgridAgreesWithAnalyticOnOneNode) {
+  auto a = run_cli("simulate --json --engine analytic" + kSmall);
+  auto s = run_cli("simulate --json --engine simgrid" + kSmall);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const double ta = nlohmann::json::parse(a.out)["step_time_s"], ts = nlohmann::json::parse(s.out)["step_time_s"];
+  // NVSwitch ring: every transfer has its own links, so only sharing inside a GPU differs.
+  EXPECT_NEAR(ts / ta, 1.0, 0.05);
+}
+
+TEST(CliSimulate, BadScheduleFilesAreRefused) {
+  const auto dir = temp_dir("rm_cli_badsched");
+  auto w = run_cli("schedule -o good.json" + kSmall, dir.string());
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  const std::string good = slurp((dir / "good.json").string());
+  std::ofstream((dir / "cut.json").string()) << good.substr(0, good.size() / 2);
+  auto cut = run_cli("simulate --schedule cut.json", dir.string());
+  EXPECT_NE(cut.exit_code, 0);
+  EXPECT_THAT(cut.err, HasSubstr("cut.json"));
+  auto j = nlohmann::json::parse(good);
+  j["version"] = 99;
+  std::ofstream((dir / "v99.json").string()) << j.dump();
+  auto v99 = run_cli("simulate --schedule v99.json", dir.string());
+  EXPECT_NE(v99.exit_code, 0);
+  EXPECT_THAT(v99.err, HasSubstr("version"));
+  auto both = run_cli("simulate --schedule good.json --set parallel.cp=4", dir.string());
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_THAT(both.err, HasSubstr("--schedule"));
+  auto engine = run_cli("simulate --engine quantum" + kSmall);
+  EXPECT_NE(engine.exit_code, 0);
+  EXPECT_THAT(engine.err, HasSubstr("--engine: expected analytic or simgrid"));
+  for (const auto* r : {&cut, &v99, &both, &engine}) EXPECT_EQ(r->out, "");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace rm::test

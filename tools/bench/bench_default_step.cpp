@@ -1,0 +1,86 @@
+// Wall time of the default experiment's full training step through every
+// stage: pattern, schedule generation, schedule write/read, and each engine.
+// Prints one table measured in one run (the machine is shared: compare the
+// rows, not the absolute figures across runs).
+//   build/bin/bench_default_step [--no-simgrid] [--set path=value ...]
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "sim/config/experiment.hpp"
+#include "sim/cost/cost_model.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/generate/generate.hpp"
+#include "sim/schedule/schedule_file.hpp"
+#include "sim/sparsity/sparsity_model.hpp"
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool simgrid = true;
+  std::vector<std::string> sets;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--no-simgrid")) simgrid = false;
+    else if (!std::strcmp(argv[i], "--set") && i + 1 < argc) sets.push_back(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: bench_default_step [--no-simgrid] [--set path=value ...]\n");
+      return 2;
+    }
+  }
+  using clock = std::chrono::steady_clock;
+  const rm::Experiment e = rm::load_experiment(rm::ConfigStore{}, "", sets);
+  auto t0 = clock::now();
+  const auto patterns = rm::sparsity::build_sparsity(
+      e.workload.pattern, e.workload.pattern_source,
+      {e.model.layers, e.model.heads, e.model.kv_heads, e.workload.seq_len, e.workload.seed, e.workload.pattern_base_dir});
+  const double t_pattern = seconds_since(t0);
+  const rm::Topology topo(e.cluster);
+  t0 = clock::now();
+  const auto s = rm::generate::generate_step(e, patterns, topo);
+  const double t_generate = seconds_since(t0);
+
+  const std::string path = (std::filesystem::temp_directory_path() / "bench_default_step.json.gz").string();
+  t0 = clock::now();
+  rm::schedule::write_schedule(s, path);
+  const double t_write = seconds_since(t0);
+  const auto file_bytes = std::filesystem::file_size(path);
+  t0 = clock::now();
+  const auto back = rm::schedule::read_schedule(path);
+  const double t_read = seconds_since(t0);
+  std::filesystem::remove(path);
+
+  const auto cost = rm::cost::CostModel::for_experiment(e);
+  t0 = clock::now();
+  const auto ta = rm::engine::simulate(s, topo, cost, rm::engine::EngineKind::analytic);
+  const double t_analytic = seconds_since(t0);
+
+  std::printf("%s: %zu ops, %zu ranks (%s)\n", e.name.c_str(), s.ops.size(), s.ranks.size(), s.generator.c_str());
+  std::printf("%-34s %10s %14s\n", "stage", "wall s", "ops/s");
+  std::printf("%-34s %10.3f %14s\n", "sparsity pattern", t_pattern, "");
+  std::printf("%-34s %10.3f %14.0f\n", "generate schedule", t_generate, double(s.ops.size()) / t_generate);
+  std::printf("%-34s %10.3f %14s\n", fmt::format("write schedule (.json.gz, {:.2f} MB)", double(file_bytes) / 1e6).c_str(),
+              t_write, "");
+  std::printf("%-34s %10.3f %14s\n", "read + validate schedule", t_read, back.ops.size() == s.ops.size() ? "" : "MISMATCH");
+  std::printf("%-34s %10.3f %14.0f\n", "analytic engine (with Timeline)", t_analytic, double(s.ops.size()) / t_analytic);
+  double makespan_a = ta.makespan_s(), makespan_s = 0;
+  if (simgrid) {
+    t0 = clock::now();
+    const auto tsg = rm::engine::simulate(s, topo, cost, rm::engine::EngineKind::simgrid);
+    const double t_simgrid = seconds_since(t0);
+    makespan_s = tsg.makespan_s();
+    std::printf("%-34s %10.3f %14.0f\n", "simgrid engine (with Timeline)", t_simgrid, double(s.ops.size()) / t_simgrid);
+  }
+  std::printf("predicted step: analytic %.4f s", makespan_a);
+  if (simgrid) std::printf(", simgrid %.4f s (ratio %.3f)", makespan_s, makespan_s / makespan_a);
+  std::printf("\n");
+  return 0;
+}

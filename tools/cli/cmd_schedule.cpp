@@ -1,0 +1,72 @@
+// `ringmaster schedule`: generate the Schedule of an experiment and write it
+// (the contract the engines and the runtime execute), with a summary.
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/generate/generate.hpp"
+#include "sim/schedule/schedule_file.hpp"
+#include "tools/cli/cli_common.hpp"
+#include "tools/cli/pipeline.hpp"
+
+namespace rm::cli {
+
+namespace {
+
+struct Options {
+  ExperimentOptions exp;
+  std::string out;
+};
+
+void run(const Options& o) {
+  const Experiment e = o.exp.load();
+  ProgressLine progress(!o.exp.json);
+  progress.update("building the sparsity pattern", 0, 3);
+  const auto patterns = build_patterns(e);
+  const Topology topo(e.cluster);
+  progress.update("generating the schedule", 1, 3);
+  const schedule::Schedule s = generate::generate_step(e, patterns, topo);
+  if (!o.out.empty()) {
+    progress.update("writing " + o.out, 2, 3);
+    schedule::write_schedule(s, o.out);
+  }
+  std::map<std::string, int64_t> kinds;
+  int64_t bytes = 0;
+  double flops = 0;
+  for (const auto& op : s.ops) {
+    ++kinds[std::string(schedule::to_string(op.kind))];
+    if (op.kind == schedule::OpKind::send) bytes += op.bytes;
+    flops += op.flops;
+  }
+  if (o.exp.json) {
+    nlohmann::json j{{"experiment", e.name}, {"generator", s.generator}, {"ranks", s.ranks.size()},
+                     {"groups", s.groups.size()}, {"ops", s.ops.size()}, {"ops_by_kind", kinds},
+                     {"p2p_bytes", bytes}, {"flops", flops}};
+    if (!o.out.empty()) j["file"] = o.out;
+    std::puts(j.dump(2).c_str());
+    return;
+  }
+  std::string text = fmt::format("experiment {}: generator {}, {} ranks, {} groups, {} ops\n", e.name, s.generator,
+                                 s.ranks.size(), s.groups.size(), s.ops.size());
+  Table t({"op kind", "count"});
+  for (const auto& [k, n] : kinds) t.row({k, std::to_string(n)});
+  text += t.str();
+  text += fmt::format("point-to-point bytes {:.3f} GB, compute {:.3f} PFLOP\n", double(bytes) / 1e9, flops / 1e15);
+  if (!o.out.empty()) text += fmt::format("written to {}\n", o.out);
+  std::fputs(text.c_str(), stdout);
+}
+
+}  // namespace
+
+void register_schedule(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("schedule", "Generate the Schedule of an experiment and write it to a file");
+  add_experiment_options(cmd, o->exp);
+  cmd->add_option("--out,-o", o->out, "Write the Schedule here (JSON; gzipped when the name ends in .gz)");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace rm::cli

@@ -1,0 +1,92 @@
+// `ringmaster simulate`: one training step (or the scope the experiment
+// selects) through an engine — step time, tokens/s, MFU, per-rank breakdown,
+// imbalance and critical path — and optionally the predicted Timeline as a
+// Chrome trace that Perfetto opens.
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/cost/cost_model.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/generate/generate.hpp"
+#include "sim/report/step_report.hpp"
+#include "traces/chrome_trace.hpp"
+#include "tools/cli/cli_common.hpp"
+#include "tools/cli/pipeline.hpp"
+
+namespace rm::cli {
+
+namespace {
+
+struct Options {
+  ExperimentOptions exp;
+  std::string engine = "analytic";
+  std::string trace;
+  std::string schedule_file;
+};
+
+void run(const Options& o) {
+  const auto kind = engine::parse_engine_kind(o.engine);
+  if (!kind) throw ConfigError(fmt::format("--engine: expected analytic or simgrid, got \"{}\"", o.engine));
+  if (!o.schedule_file.empty() && (!o.exp.file.empty() || !o.exp.sets.empty()))
+    throw ConfigError("--schedule: a schedule carries its experiment; give no experiment or --set with it");
+
+  ProgressLine progress(!o.exp.json);
+  Experiment e;
+  schedule::Schedule s;
+  if (!o.schedule_file.empty()) {
+    progress.update("reading " + o.schedule_file, 0, 3);
+    auto loaded = load_schedule_file(o.schedule_file, o.exp.store());
+    e = std::move(loaded.experiment);
+    s = std::move(loaded.schedule);
+  } else {
+    e = o.exp.load();
+    progress.update("building the sparsity pattern", 0, 3);
+    const auto patterns = build_patterns(e);
+    progress.update("generating the schedule", 1, 3);
+    s = generate::generate_step(e, patterns, Topology(e.cluster));
+  }
+  const Topology topo(e.cluster);
+  progress.update(fmt::format("simulating {} ops ({})", s.ops.size(), o.engine), 2, 3);
+  traces::Timeline tl = engine::simulate(s, topo, cost::CostModel::for_experiment(e), *kind);
+  tl.metadata["experiment"] = e.name;
+  const report::StepReport rep = report::make_step_report(e, s, tl);
+  if (!o.trace.empty()) {
+    progress.update("writing " + o.trace, 3, 3);
+    traces::write_chrome_trace(tl, o.trace);
+  }
+  if (o.exp.json) {
+    nlohmann::json j = report::to_json(rep);
+    j["experiment"] = e.name;
+    j["engine"] = o.engine;
+    j["generator"] = s.generator;
+    j["ops"] = s.ops.size();
+    if (!o.trace.empty()) j["trace"] = o.trace;
+    std::puts(j.dump(2).c_str());
+    return;
+  }
+  std::string text = fmt::format("experiment {}: {} on {} ({} GPUs), {} tokens, scope {}\n", e.name, e.model.name,
+                                 e.cluster.name, e.parallel.world(), e.workload.seq_len, to_string(e.scope));
+  text += fmt::format("schedule {}: {} ops over {} ranks; engine {}\n\n", s.generator, s.ops.size(), s.ranks.size(),
+                      o.engine);
+  text += report::to_text(rep);
+  if (!o.trace.empty()) text += fmt::format("\nTimeline written to {} (open it in https://ui.perfetto.dev)\n", o.trace);
+  std::fputs(text.c_str(), stdout);
+}
+
+}  // namespace
+
+void register_simulate(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("simulate", "Predict one training step: time, MFU, breakdown, imbalance, critical path");
+  add_experiment_options(cmd, o->exp);
+  cmd->add_option("--engine", o->engine, "analytic (fast list scheduler) or simgrid (flow-level contention)")
+      ->capture_default_str();
+  cmd->add_option("--trace", o->trace, "Write the predicted Timeline as Chrome-trace JSON (.gz to compress)");
+  cmd->add_option("--schedule", o->schedule_file, "Simulate this Schedule file (from `ringmaster schedule`) instead");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace rm::cli
