@@ -1,5 +1,9 @@
 #include "sim/engine/engine.hpp"
 
+#include <algorithm>
+#include <cstdint>
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "sim/engine/analytic.hpp"
@@ -22,31 +26,51 @@ traces::Timeline simulate(const schedule::Schedule& s, const Topology& t, const 
 }
 
 traces::Timeline to_timeline(const schedule::Schedule& s, const OpTimes& times, traces::Source source) {
+  // Events are built directly in canonical order (rank, stream, start, end,
+  // op; op ids are unique, so the name never decides): sorting small indices
+  // is much cheaper than sorting events with their strings.
+  struct Key {
+    int rank, stream;
+    double start, end;
+    int64_t op;
+    size_t index;
+    bool operator<(const Key& o) const {
+      return std::tie(rank, stream, start, end, op) < std::tie(o.rank, o.stream, o.start, o.end, o.op);
+    }
+  };
+  const size_t n = s.ops.size();
+  std::vector<Key> order;
+  order.reserve(n);
+  for (size_t k = 0; k < n; ++k) {
+    const schedule::Op& op = s.ops[k];
+    const auto i = static_cast<size_t>(op.id);
+    order.push_back({op.rank, op.stream, times.start[i], times.end[i], op.id, k});
+  }
+  std::sort(order.begin(), order.end());
   traces::Timeline tl;
   tl.source = source;
-  tl.events.reserve(s.ops.size());
-  for (const schedule::Op& op : s.ops) {
+  tl.events.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    const schedule::Op& op = s.ops[order[k].index];
     const auto i = static_cast<size_t>(op.id);
-    traces::Event e;
+    traces::Event& e = tl.events[k];
     e.op = op.id;
     e.rank = op.rank;
     e.stream = op.stream;
-    e.name = std::string(schedule::to_string(op.kind));
+    e.name = schedule::to_string(op.kind);
     e.category = e.name;
     e.start_s = times.start[i];
     e.end_s = times.end[i];
     e.layer = op.layer;
-    e.phase = std::string(schedule::to_string(op.phase));
+    e.phase = schedule::to_string(op.phase);
     e.step = op.step;
     e.bytes = op.bytes;
     e.flops = op.flops;
-    tl.events.push_back(std::move(e));
   }
   for (const schedule::Rank& r : s.ranks) {
     tl.rank_names[r.id] = fmt::format("rank {} (gpu {})", r.id, r.gpu);
     for (const schedule::Stream& st : r.streams) tl.stream_names[{r.id, st.id}] = st.name;
   }
-  tl.sort();
   tl.metadata["generator"] = s.generator;
   tl.metadata["makespan_s"] = tl.makespan_s();
   return tl;

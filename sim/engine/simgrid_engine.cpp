@@ -24,6 +24,12 @@ using schedule::OpId;
 
 constexpr double kStreamFlopsPerS = 1e9;  // executions carry seconds x 1e9 "flops"
 
+// One actor drives the whole schedule as an event loop: it starts every
+// compute op as an asynchronous execution on its stream's host and every
+// transfer (p2p pair or collective plan step) as an asynchronous
+// Comm::sendto, then handles whichever activity ends next. SimGrid still
+// shares links max-min fairly among the transfers in flight; no actor is
+// created per transfer and no condition variables are needed.
 class SgRun {
  public:
   SgRun(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m)
@@ -31,25 +37,28 @@ class SgRun {
     const size_t n = s.ops.size();
     times_.start.assign(n, -1.0);
     times_.end.assign(n, -1.0);
+    deps_left_.resize(n);
+    for (const Op& op : s.ops) deps_left_[static_cast<size_t>(op.id)] = static_cast<int32_t>(op.deps.size());
     launched_.assign(n, false);
+    head_.assign(p_.streams.size(), 0);
+    run_left_.assign(p_.streams.size(), 0);
     arrived_.assign(p_.match.calls.size(), 0);
     calls_.resize(p_.match.calls.size());
     build_platform();
-    conds_.resize(s.ranks.size());
-    for (auto& c : conds_) c = std::make_unique<sg::Simulation::Condition>();
   }
 
   OpTimes run() {
-    for (size_t k = 0; k < p_.streams.size(); ++k) {
-      const Op& first = s_.ops[static_cast<size_t>(p_.streams[k].front())];
-      sim_.spawn(fmt::format("r{}s{}", first.rank, first.stream), gpu_host(first.rank), [this, k] { stream_actor(k); });
-    }
+    sim_.spawn("driver", 0, [this] { drive(); });
     sim_.run();
     check_all_ended(s_, times_.end);
     return std::move(times_);
   }
 
  private:
+  // Tags of activities: low 2 bits the kind, the rest an index.
+  enum : int64_t { kCompute = 0, kP2p = 1, kXfer = 2 };
+  static int64_t tag(int64_t index, int64_t kind) { return index * 4 + kind; }
+
   // Hosts: one per GPU, then one per stream. Links: one per Topology link,
   // then one loopback per GPU. Routes only for the GPU pairs the schedule uses.
   void build_platform() {
@@ -73,59 +82,57 @@ class SgRun {
   }
 
   int gpu(int rank) const { return p_.gpu_of_rank[static_cast<size_t>(rank)]; }
-  int gpu_host(int rank) const { return gpu(rank); }
   std::pair<int, int> call_gpus(size_t c, const cost::PlannedTransfer& x) const {
     const auto& ops = p_.match.calls[c];
     return {gpu(s_.ops[static_cast<size_t>(ops[static_cast<size_t>(x.src)])].rank),
             gpu(s_.ops[static_cast<size_t>(ops[static_cast<size_t>(x.dst)])].rank)};
   }
-  bool done(OpId id) const { return times_.end[static_cast<size_t>(id)] >= 0; }
 
-  void stream_actor(size_t k) {
-    const auto& ops = p_.streams[k];
-    const int rank = s_.ops[static_cast<size_t>(ops.front())].rank;
-    sg::Simulation::Condition& cond = *conds_[static_cast<size_t>(rank)];
-    for (size_t head = 0; head < ops.size();) {
-      const size_t end = head + static_cast<size_t>(p_.run_length[static_cast<size_t>(ops[head])]);
-      cond.wait_until([&] {
-        for (size_t i = head; i < end; ++i)
-          for (OpId d : s_.ops[static_cast<size_t>(ops[i])].deps)
-            if (!done(d)) return false;
-        return true;
-      });
-      const double now = sim_.now();
-      for (size_t i = head; i < end; ++i) times_.start[static_cast<size_t>(ops[i])] = now;
-      for (size_t i = head; i < end; ++i) start_op(ops[i], k);
-      cond.wait_until([&] {
-        for (size_t i = head; i < end; ++i)
-          if (!done(ops[i])) return false;
-        return true;
-      });
-      head = end;
+  void drive() {
+    for (size_t k = 0; k < p_.streams.size(); ++k) try_stream(k);
+    while (sim_.in_flight() > 0) {
+      const int64_t t = sim_.wait_next();
+      const int64_t index = t / 4;
+      switch (t % 4) {
+        case kCompute: finish(index); break;
+        case kP2p: {
+          const OpId partner = p_.match.partner[static_cast<size_t>(index)];
+          finish(index);
+          finish(partner);
+          break;
+        }
+        default: xfer_done(index);
+      }
     }
+  }
+
+  // Starts the stream's next run if its ops' dependencies have all ended.
+  void try_stream(size_t k) {
+    const auto& ops = p_.streams[k];
+    if (run_left_[k] > 0 || head_[k] >= ops.size()) return;
+    const size_t head = head_[k], end = head + static_cast<size_t>(p_.run_length[static_cast<size_t>(ops[head])]);
+    for (size_t i = head; i < end; ++i)
+      if (deps_left_[static_cast<size_t>(ops[i])] > 0) return;
+    run_left_[k] = end - head;
+    const double now = sim_.now();
+    for (size_t i = head; i < end; ++i) times_.start[static_cast<size_t>(ops[i])] = now;
+    for (size_t i = head; i < end; ++i) start_op(ops[i], k);
   }
 
   void start_op(OpId id, size_t k) {
     const auto i = static_cast<size_t>(id);
     const Op& op = s_.ops[i];
     if (schedule::is_compute(op.kind)) {
-      sim_.execute(stream_host_base_ + static_cast<int>(k), p_.compute_s[i] * kStreamFlopsPerS);
-      finish(id);
+      sim_.start_execute(stream_host_base_ + static_cast<int>(k), p_.compute_s[i] * kStreamFlopsPerS, tag(id, kCompute));
     } else if (schedule::is_p2p(op.kind)) {
       const OpId partner = p_.match.partner[i];
-      // Whoever sees both started launches the transfer, once: spawning yields
-      // to other actors, so the partner may see both started too.
-      if (times_.start[static_cast<size_t>(partner)] < 0) return;
+      if (times_.start[static_cast<size_t>(partner)] < 0) return;  // the partner starts the transfer
+      // A run's ops all start before any is launched, so both sides of a pair
+      // in one run see each other started: launch once.
       const Op& send = op.kind == schedule::OpKind::send ? op : s_.ops[static_cast<size_t>(partner)];
       if (launched_[static_cast<size_t>(send.id)]) return;
       launched_[static_cast<size_t>(send.id)] = true;
-      const int src = gpu(send.rank), dst = gpu(send.peer);
-      const double bytes = double(send.bytes);
-      sim_.spawn(fmt::format("p2p{}", send.id), src, [this, src, dst, bytes, id, partner] {
-        sim_.transfer(src, dst, bytes);
-        finish(id);
-        finish(partner);
-      });
+      sim_.start_transfer(gpu(send.rank), gpu(send.peer), double(send.bytes), tag(send.id, kP2p));
     } else {
       const int64_t c = p_.match.call_of[i];
       if (++arrived_[static_cast<size_t>(c)] == p_.match.calls[static_cast<size_t>(c)].size()) start_call(c);
@@ -134,8 +141,14 @@ class SgRun {
 
   struct CallRun {
     std::vector<cost::PlannedTransfer> plan;
-    std::vector<std::vector<int32_t>> dependents;
-    std::vector<int32_t> deps_left, member_left;
+    std::vector<int32_t> dependents_begin, dependents;
+    std::vector<int32_t> member_left;  // transfers still to end that touch each member
+    int64_t base = 0;                  // its transfers in xfers_ from here
+  };
+  struct Xfer {
+    int64_t call;
+    int32_t local;
+    int32_t deps_left;
   };
 
   void start_call(int64_t c) {
@@ -143,44 +156,71 @@ class SgRun {
     run.plan = plan_call(s_, p_, c);
     const auto& members = p_.match.calls[static_cast<size_t>(c)];
     run.member_left.assign(members.size(), 0);
-    run.deps_left.assign(run.plan.size(), 0);
-    run.dependents.resize(run.plan.size());
+    run.dependents_begin.assign(run.plan.size() + 1, 0);
+    for (const auto& x : run.plan) {
+      ++run.member_left[static_cast<size_t>(x.src)];
+      ++run.member_left[static_cast<size_t>(x.dst)];
+      for (int32_t d : x.deps)
+        if (d >= 0) ++run.dependents_begin[static_cast<size_t>(d) + 1];
+    }
+    for (size_t i = 0; i < run.plan.size(); ++i) run.dependents_begin[i + 1] += run.dependents_begin[i];
+    run.dependents.resize(static_cast<size_t>(run.dependents_begin.back()));
+    std::vector<int32_t> fill(run.dependents_begin.begin(), run.dependents_begin.end() - 1);
+    run.base = static_cast<int64_t>(xfers_.size());
     for (size_t i = 0; i < run.plan.size(); ++i) {
-      ++run.member_left[static_cast<size_t>(run.plan[i].src)];
-      ++run.member_left[static_cast<size_t>(run.plan[i].dst)];
+      int32_t deps = 0;
       for (int32_t d : run.plan[i].deps)
         if (d >= 0) {
-          ++run.deps_left[i];
-          run.dependents[static_cast<size_t>(d)].push_back(static_cast<int32_t>(i));
+          ++deps;
+          run.dependents[static_cast<size_t>(fill[static_cast<size_t>(d)]++)] = static_cast<int32_t>(i);
         }
+      xfers_.push_back({c, static_cast<int32_t>(i), deps});
     }
-    // Collect the ready transfers first: spawning yields, and a transfer that
-    // completes meanwhile starts its own dependents.
-    std::vector<int32_t> ready;
-    for (size_t i = 0; i < run.plan.size(); ++i)
-      if (run.deps_left[i] == 0) ready.push_back(static_cast<int32_t>(i));
+    // Start the ready transfers before finishing members without any: a
+    // finish may start other calls and grow xfers_.
+    const int64_t base = run.base;
+    const size_t count = run.plan.size();
+    for (size_t i = 0; i < count; ++i)
+      if (xfers_[static_cast<size_t>(base) + i].deps_left == 0) start_xfer(base + int64_t(i));
     for (size_t i = 0; i < members.size(); ++i)
-      if (run.member_left[i] == 0) finish(members[i]);
-    for (int32_t x : ready) start_transfer(c, x);
+      if (calls_[static_cast<size_t>(c)].member_left[i] == 0) finish(members[i]);
   }
 
-  void start_transfer(int64_t c, int32_t x) {
-    const auto [src, dst] = call_gpus(static_cast<size_t>(c), calls_[static_cast<size_t>(c)].plan[static_cast<size_t>(x)]);
-    sim_.spawn(fmt::format("c{}t{}", c, x), src, [this, c, x, src = src, dst = dst] {
-      CallRun& run = calls_[static_cast<size_t>(c)];
-      sim_.transfer(src, dst, run.plan[static_cast<size_t>(x)].bytes);
-      const auto& members = p_.match.calls[static_cast<size_t>(c)];
-      const auto& pt = run.plan[static_cast<size_t>(x)];
-      for (int m : {pt.src, pt.dst})
-        if (--run.member_left[static_cast<size_t>(m)] == 0) finish(members[static_cast<size_t>(m)]);
-      for (int32_t d : run.dependents[static_cast<size_t>(x)])
-        if (--run.deps_left[static_cast<size_t>(d)] == 0) start_transfer(c, d);
-    });
+  void start_xfer(int64_t x) {
+    const Xfer& xf = xfers_[static_cast<size_t>(x)];
+    const auto [src, dst] = call_gpus(static_cast<size_t>(xf.call), calls_[static_cast<size_t>(xf.call)].plan[static_cast<size_t>(xf.local)]);
+    sim_.start_transfer(src, dst, calls_[static_cast<size_t>(xf.call)].plan[static_cast<size_t>(xf.local)].bytes, tag(x, kXfer));
+  }
+
+  void xfer_done(int64_t x) {
+    const Xfer xf = xfers_[static_cast<size_t>(x)];  // a copy: finish may start calls and grow xfers_
+    CallRun& run = calls_[static_cast<size_t>(xf.call)];
+    const int64_t base = run.base;
+    // Start the dependent transfers, then finish the members whose last
+    // transfer this was (finishing may start other calls; run stays put).
+    for (int32_t i = run.dependents_begin[static_cast<size_t>(xf.local)];
+         i < run.dependents_begin[static_cast<size_t>(xf.local) + 1]; ++i) {
+      const int64_t d = base + run.dependents[static_cast<size_t>(i)];
+      if (--xfers_[static_cast<size_t>(d)].deps_left == 0) start_xfer(d);
+    }
+    const auto& members = p_.match.calls[static_cast<size_t>(xf.call)];
+    const auto& pt = run.plan[static_cast<size_t>(xf.local)];
+    for (int m : {pt.src, pt.dst})
+      if (--run.member_left[static_cast<size_t>(m)] == 0) finish(members[static_cast<size_t>(m)]);
   }
 
   void finish(OpId id) {
-    times_.end[static_cast<size_t>(id)] = sim_.now();
-    conds_[static_cast<size_t>(s_.ops[static_cast<size_t>(id)].rank)]->notify_all();
+    const auto i = static_cast<size_t>(id);
+    times_.end[i] = sim_.now();
+    for (int64_t j = p_.dependents_begin[i]; j < p_.dependents_begin[i + 1]; ++j) {
+      const OpId d = p_.dependents[static_cast<size_t>(j)];
+      if (--deps_left_[static_cast<size_t>(d)] == 0) try_stream(static_cast<size_t>(p_.stream_of[static_cast<size_t>(d)]));
+    }
+    const auto k = static_cast<size_t>(p_.stream_of[i]);
+    if (--run_left_[k] == 0) {
+      head_[k] += static_cast<size_t>(p_.run_length[static_cast<size_t>(p_.streams[k][head_[k]])]);
+      try_stream(k);
+    }
   }
 
   const schedule::Schedule& s_;
@@ -190,10 +230,12 @@ class SgRun {
   sg::Simulation sim_;
   int stream_host_base_ = 0;
   OpTimes times_;
-  std::vector<bool> launched_;  // per send op: its transfer has been spawned
+  std::vector<int32_t> deps_left_;
+  std::vector<bool> launched_;  // per send op: its transfer has started
+  std::vector<size_t> head_, run_left_;
   std::vector<size_t> arrived_;
   std::vector<CallRun> calls_;
-  std::vector<std::unique_ptr<sg::Simulation::Condition>> conds_;
+  std::vector<Xfer> xfers_;
 };
 
 // The child's reply: a status byte ('o' ok, 's' schedule error, 'e' other

@@ -1,7 +1,7 @@
 #include "sim/engine/simgrid_wrapper.hpp"
 
 #include <cmath>
-#include <mutex>
+#include <stdexcept>
 
 #include <simgrid/s4u.hpp>
 #include <xbt/log.h>
@@ -16,6 +16,8 @@ struct Simulation::Impl {
   std::vector<s4u::Host*> hosts;
   std::vector<s4u::Link*> links;
   bool sealed = false;
+  std::vector<s4u::ActivityPtr> pending;  // in start order
+  std::vector<int64_t> tags;              // parallel to pending
 };
 
 Simulation::Simulation() : impl_(std::make_unique<Impl>()) {
@@ -27,8 +29,6 @@ Simulation::Simulation() : impl_(std::make_unique<Impl>()) {
   s4u::Engine::set_config("network/bandwidth-factor:1");
   s4u::Engine::set_config("network/weight-S:0");
   s4u::Engine::set_config("network/TCP-gamma:0");
-  // One actor per transfer: small stacks keep creating thousands of them cheap.
-  s4u::Engine::set_config("contexts/stack-size:512");
   impl_->zone = s4u::create_full_zone("ringmaster");
 }
 
@@ -72,28 +72,29 @@ void Simulation::run() {
 
 double Simulation::now() const { return s4u::Engine::get_clock(); }
 
-void Simulation::execute(int host, double flops) {
-  s4u::this_actor::exec_init(flops)->set_host(impl_->hosts[static_cast<size_t>(host)])->wait();
+void Simulation::start_execute(int host, double flops, int64_t tag) {
+  impl_->pending.push_back(s4u::this_actor::exec_init(flops)->set_host(impl_->hosts[static_cast<size_t>(host)])->start());
+  impl_->tags.push_back(tag);
 }
 
-void Simulation::transfer(int src, int dst, double bytes) {
-  s4u::Comm::sendto(impl_->hosts[static_cast<size_t>(src)], impl_->hosts[static_cast<size_t>(dst)],
-                    static_cast<uint64_t>(std::llround(bytes)));
+void Simulation::start_transfer(int src, int dst, double bytes, int64_t tag) {
+  impl_->pending.push_back(s4u::Comm::sendto_async(impl_->hosts[static_cast<size_t>(src)],
+                                                   impl_->hosts[static_cast<size_t>(dst)],
+                                                   static_cast<uint64_t>(std::llround(bytes))));
+  impl_->tags.push_back(tag);
 }
 
-struct Simulation::Condition::Impl {
-  s4u::MutexPtr mutex = s4u::Mutex::create();
-  s4u::ConditionVariablePtr cv = s4u::ConditionVariable::create();
-};
+size_t Simulation::in_flight() const { return impl_->pending.size(); }
 
-Simulation::Condition::Condition() : impl_(std::make_unique<Impl>()) {}
-Simulation::Condition::~Condition() = default;
-
-void Simulation::Condition::wait_until(const std::function<bool()>& ready) {
-  std::unique_lock<s4u::Mutex> lock(*impl_->mutex);
-  while (!ready()) impl_->cv->wait(lock);
+int64_t Simulation::wait_next() {
+  const ssize_t i = s4u::Activity::wait_any(impl_->pending);
+  if (i < 0 || static_cast<size_t>(i) >= impl_->pending.size())
+    throw std::runtime_error("simgrid: wait_any returned no activity");
+  const auto at = static_cast<size_t>(i);
+  const int64_t tag = impl_->tags[at];
+  impl_->pending.erase(impl_->pending.begin() + i);
+  impl_->tags.erase(impl_->tags.begin() + i);
+  return tag;
 }
-
-void Simulation::Condition::notify_all() { impl_->cv->notify_all(); }
 
 }  // namespace rm::engine::sg

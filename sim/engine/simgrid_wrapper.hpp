@@ -1,11 +1,12 @@
 // The only door to SimGrid: every SimGrid call of ringmaster is in
 // simgrid_wrapper.cpp, so a SimGrid upgrade (4.x renamed much of S4U) is a
 // change to one file. It offers what the SimGrid engine needs and no more:
-// hosts, links, one-way routes, actors, blocking executions and transfers,
-// a clock and condition waits. One Simulation per process (SimGrid's engine
-// is a process-wide singleton whose clock does not restart).
+// hosts, links, one-way routes, actors, asynchronous executions and
+// transfers awaited one at a time, and a clock. One Simulation per process
+// (SimGrid's engine is a process-wide singleton whose clock does not restart).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -35,22 +36,16 @@ class Simulation {
 
   // From inside actors.
   double now() const;
-  void execute(int host, double flops);                     // blocks until done
-  void transfer(int src_host, int dst_host, double bytes);  // blocks until received
 
-  // A condition actors wait on until a predicate holds; notify after changing
-  // what predicates read.
-  class Condition {
-   public:
-    Condition();
-    ~Condition();
-    void wait_until(const std::function<bool()>& ready);
-    void notify_all();
-
-   private:
-    struct Impl;
-    std::unique_ptr<Impl> impl_;
-  };
+  // Asynchronous activities, started and awaited by one actor. Each carries
+  // the caller's tag; wait_next blocks until one of the started activities
+  // ends and returns its tag (of those ending together, the one started
+  // first). Activities run concurrently: transfers crossing a shared link
+  // share it max-min fairly.
+  void start_execute(int host, double flops, int64_t tag);
+  void start_transfer(int src_host, int dst_host, double bytes, int64_t tag);
+  size_t in_flight() const;  // started and not yet returned by wait_next
+  int64_t wait_next();       // requires in_flight() > 0
 
  private:
   struct Impl;
