@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <stdexcept>
@@ -290,6 +291,9 @@ std::string read_all(int fd) {
 OpTimes run_simgrid(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(fmt::format("simgrid engine: pipe: {}", std::strerror(errno)));
+  // Flush stdio first: the child inherits unwritten buffers, and SimGrid's
+  // teardown in the child flushes them, printing them twice.
+  std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(fmt::format("simgrid engine: fork: {}", std::strerror(errno)));
   if (pid == 0) {

@@ -9,10 +9,12 @@
 //              gpuG -> gpuG via a non-shared loopback      never share a core)
 //              at the local copy rate
 //
-// One actor per (rank, stream) walks its runs; compute is an execution of
-// compute_seconds x 1e9 flops on a 1 GFLOP/s stream host; each transfer (a
-// matched send/recv, or one PlannedTransfer of a collective) is an actor doing
-// a sendto between the two GPU hosts once it is ready.
+// One driver actor walks every stream's runs as an event loop: compute is an
+// asynchronous execution of compute_seconds x 1e9 flops on a 1 GFLOP/s stream
+// host; each transfer (a matched send/recv, or one PlannedTransfer of a
+// collective) is an asynchronous sendto between the two GPU hosts once it is
+// ready; the driver handles whichever activity ends next. No actor per
+// transfer: creating and switching to them dominated the run time.
 // Each simulation runs in a forked child process that sends the op times back
 // through a pipe, so one process can run any number of them (a second SimGrid
 // engine in one process does not start clean).
