@@ -23,7 +23,7 @@ TEST_P(Invariants, HoldOnRandomSchedules) {
   const Cluster cluster = parse_cluster(JsonReader(cfg.json, cfg.source));
   const Topology topo(cluster);
   const cost::CostModel model(cluster);
-  // SimGrid runs one actor per transfer: a smaller schedule keeps it fast under ASan.
+  // SimGrid is the slower engine: a smaller schedule keeps the test fast under ASan.
   const auto s = random_schedule({GetParam().seed, 6, GetParam().engine == EngineKind::analytic ? 400 : 150});
   const auto tl = simulate(s, topo, model, GetParam().engine);
   ASSERT_EQ(tl.events.size(), s.ops.size());
