@@ -30,19 +30,6 @@ struct RouteCost {
 };
 
 // A collective call in flight: its transfers live in Sim::xfers_ from `base`.
-struct CallRun {
-  std::vector<cost::PlannedTransfer> plan;
-  std::vector<int32_t> dependents_begin, dependents;
-  std::vector<int32_t> member_left;  // transfers still to end that touch each member
-  int64_t base = 0;
-};
-
-struct Xfer {
-  int64_t call;
-  int32_t local;
-  int32_t deps_left;
-};
-
 class Sim {
  public:
   Sim(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m)
@@ -107,29 +94,8 @@ class Sim {
 
   void start_call(int64_t c, double now) {
     CallRun& run = calls_[static_cast<size_t>(c)];
-    run.plan = plan_call(s_, p_, c);
+    begin_call(s_, p_, c, run, xfers_);
     const auto& members = p_.match.calls[static_cast<size_t>(c)];
-    run.member_left.assign(members.size(), 0);
-    run.dependents_begin.assign(run.plan.size() + 1, 0);
-    for (const auto& x : run.plan) {
-      ++run.member_left[static_cast<size_t>(x.src)];
-      ++run.member_left[static_cast<size_t>(x.dst)];
-      for (int32_t d : x.deps)
-        if (d >= 0) ++run.dependents_begin[static_cast<size_t>(d) + 1];
-    }
-    for (size_t i = 0; i < run.plan.size(); ++i) run.dependents_begin[i + 1] += run.dependents_begin[i];
-    run.dependents.resize(static_cast<size_t>(run.dependents_begin.back()));
-    std::vector<int32_t> fill(run.dependents_begin.begin(), run.dependents_begin.end() - 1);
-    run.base = static_cast<int64_t>(xfers_.size());
-    for (size_t i = 0; i < run.plan.size(); ++i) {
-      int32_t deps = 0;
-      for (int32_t d : run.plan[i].deps)
-        if (d >= 0) {
-          ++deps;
-          run.dependents[static_cast<size_t>(fill[static_cast<size_t>(d)]++)] = static_cast<int32_t>(i);
-        }
-      xfers_.push_back({c, static_cast<int32_t>(i), deps});
-    }
     for (size_t i = 0; i < members.size(); ++i)
       if (run.member_left[i] == 0) push(now, members[i], false);
     for (size_t i = 0; i < run.plan.size(); ++i)

@@ -70,4 +70,30 @@ void check_all_ended(const schedule::Schedule& s, const std::vector<double>& end
                       schedule::describe(s, static_cast<OpId>(i))));
 }
 
+void begin_call(const schedule::Schedule& s, const ExecPlan& p, int64_t c, CallRun& run, std::vector<Xfer>& xfers) {
+  run.plan = plan_call(s, p, c);
+  const auto& members = p.match.calls[static_cast<size_t>(c)];
+  run.member_left.assign(members.size(), 0);
+  run.dependents_begin.assign(run.plan.size() + 1, 0);
+  for (const auto& x : run.plan) {
+    ++run.member_left[static_cast<size_t>(x.src)];
+    ++run.member_left[static_cast<size_t>(x.dst)];
+    for (int32_t d : x.deps)
+      if (d >= 0) ++run.dependents_begin[static_cast<size_t>(d) + 1];
+  }
+  for (size_t i = 0; i < run.plan.size(); ++i) run.dependents_begin[i + 1] += run.dependents_begin[i];
+  run.dependents.resize(static_cast<size_t>(run.dependents_begin.back()));
+  std::vector<int32_t> fill(run.dependents_begin.begin(), run.dependents_begin.end() - 1);
+  run.base = static_cast<int64_t>(xfers.size());
+  for (size_t i = 0; i < run.plan.size(); ++i) {
+    int32_t deps = 0;
+    for (int32_t d : run.plan[i].deps)
+      if (d >= 0) {
+        ++deps;
+        run.dependents[static_cast<size_t>(fill[static_cast<size_t>(d)]++)] = static_cast<int32_t>(i);
+      }
+    xfers.push_back({c, static_cast<int32_t>(i), deps});
+  }
+}
+
 }  // namespace rm::engine

@@ -32,6 +32,24 @@ ExecPlan make_exec_plan(const schedule::Schedule& s, const cost::CostModel& m);
 // op's peer).
 std::vector<cost::PlannedTransfer> plan_call(const schedule::Schedule& s, const ExecPlan& p, int64_t call);
 
+// A collective call in flight, as both engines run it: its transfer plan, the
+// transfers waiting on each transfer (CSR), and how many transfers still touch
+// each member (a member's op ends with its last one).
+struct CallRun {
+  std::vector<cost::PlannedTransfer> plan;
+  std::vector<int32_t> dependents_begin, dependents;
+  std::vector<int32_t> member_left;
+  int64_t base = 0;  // its transfers in the engine's transfer list from here
+};
+// One planned transfer of a call, as the engines queue it.
+struct Xfer {
+  int64_t call;
+  int32_t local;      // index into the call's plan
+  int32_t deps_left;  // transfers of the plan it still waits for
+};
+// Plans `call` into `run` and appends its transfers to `xfers` (run.base is the first).
+void begin_call(const schedule::Schedule& s, const ExecPlan& p, int64_t call, CallRun& run, std::vector<Xfer>& xfers);
+
 // Throws ScheduleError naming the first op that never ended (end < 0).
 void check_all_ended(const schedule::Schedule& s, const std::vector<double>& end);
 

@@ -140,43 +140,10 @@ class SgRun {
     }
   }
 
-  struct CallRun {
-    std::vector<cost::PlannedTransfer> plan;
-    std::vector<int32_t> dependents_begin, dependents;
-    std::vector<int32_t> member_left;  // transfers still to end that touch each member
-    int64_t base = 0;                  // its transfers in xfers_ from here
-  };
-  struct Xfer {
-    int64_t call;
-    int32_t local;
-    int32_t deps_left;
-  };
-
   void start_call(int64_t c) {
     CallRun& run = calls_[static_cast<size_t>(c)];
-    run.plan = plan_call(s_, p_, c);
+    begin_call(s_, p_, c, run, xfers_);
     const auto& members = p_.match.calls[static_cast<size_t>(c)];
-    run.member_left.assign(members.size(), 0);
-    run.dependents_begin.assign(run.plan.size() + 1, 0);
-    for (const auto& x : run.plan) {
-      ++run.member_left[static_cast<size_t>(x.src)];
-      ++run.member_left[static_cast<size_t>(x.dst)];
-      for (int32_t d : x.deps)
-        if (d >= 0) ++run.dependents_begin[static_cast<size_t>(d) + 1];
-    }
-    for (size_t i = 0; i < run.plan.size(); ++i) run.dependents_begin[i + 1] += run.dependents_begin[i];
-    run.dependents.resize(static_cast<size_t>(run.dependents_begin.back()));
-    std::vector<int32_t> fill(run.dependents_begin.begin(), run.dependents_begin.end() - 1);
-    run.base = static_cast<int64_t>(xfers_.size());
-    for (size_t i = 0; i < run.plan.size(); ++i) {
-      int32_t deps = 0;
-      for (int32_t d : run.plan[i].deps)
-        if (d >= 0) {
-          ++deps;
-          run.dependents[static_cast<size_t>(fill[static_cast<size_t>(d)]++)] = static_cast<int32_t>(i);
-        }
-      xfers_.push_back({c, static_cast<int32_t>(i), deps});
-    }
     // Start the ready transfers before finishing members without any: a
     // finish may start other calls and grow xfers_.
     const int64_t base = run.base;
