@@ -90,23 +90,11 @@ bool StepContext::shuffles() const {
 
 std::vector<OpId> StepContext::collective(int group, OpKind k, int64_t bytes, schedule::Where where,
                                           int RankStreams::*which, RankDeps& ready, int64_t tag, int root) {
-  std::vector<OpId> ids;
-  for (int r : b.peek().groups[size_t(group)].ranks) {
-    schedule::Op op;
-    op.rank = r;
-    op.stream = streams[size_t(r)].*which;
-    op.kind = k;
-    op.phase = where.phase;
-    op.layer = where.layer;
-    op.step = where.step;
-    op.bytes = bytes;
-    op.group = group;
-    op.tag = tag;
-    op.peer = k == OpKind::broadcast ? root : -1;
-    op.deps = ready[size_t(r)];
-    ids.push_back(b.add_op(std::move(op)));
-    ready[size_t(r)] = {ids.back()};
-  }
+  auto ids = b.collective(
+      group, k, bytes, where, [&](int r) { return streams[size_t(r)].*which; },
+      [&](int r) { return ready[size_t(r)]; }, tag, root);
+  const auto& members = b.peek().groups[size_t(group)].ranks;
+  for (size_t i = 0; i < members.size(); ++i) ready[size_t(members[i])] = {ids[i]};
   return ids;
 }
 

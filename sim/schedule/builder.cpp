@@ -130,6 +130,15 @@ void ScheduleBuilder::launch_together(std::span<const OpId> ops) {
 
 std::vector<OpId> ScheduleBuilder::collective(int group, OpKind kind, int64_t bytes, Where where,
                                               StreamKind stream_kind, int64_t tag, int root) {
+  return collective(
+      group, kind, bytes, where, [&](int r) { return stream(r, stream_kind); },
+      [](int) { return std::vector<OpId>{}; }, tag, root);
+}
+
+std::vector<OpId> ScheduleBuilder::collective(int group, OpKind kind, int64_t bytes, Where where,
+                                              const std::function<int(int rank)>& stream_of,
+                                              const std::function<std::vector<OpId>(int rank)>& deps_of, int64_t tag,
+                                              int root) {
   if (!is_collective(kind)) bad(fmt::format("collective: {} is not a collective", to_string(kind)));
   if (group < 0 || group >= static_cast<int>(s_.groups.size())) bad(fmt::format("collective: no group {}", group));
   const auto members = s_.groups[static_cast<size_t>(group)].ranks;
@@ -139,7 +148,7 @@ std::vector<OpId> ScheduleBuilder::collective(int group, OpKind kind, int64_t by
   for (int r : members) {
     Op op;
     op.rank = r;
-    op.stream = stream(r, stream_kind);
+    op.stream = stream_of(r);
     op.kind = kind;
     op.phase = where.phase;
     op.layer = where.layer;
@@ -148,6 +157,7 @@ std::vector<OpId> ScheduleBuilder::collective(int group, OpKind kind, int64_t by
     op.group = group;
     op.tag = tag;
     op.peer = kind == OpKind::broadcast ? root : -1;
+    op.deps = deps_of(r);
     ids.push_back(add_op(std::move(op)));
   }
   return ids;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -67,6 +68,12 @@ class ScheduleBuilder {
   // first stream of `stream_kind`. `root` is the broadcast root (else ignored).
   std::vector<OpId> collective(int group, OpKind kind, int64_t bytes, Where where,
                                StreamKind stream_kind, int64_t tag = 0, int root = -1);
+  // The same with each member's stream and dependencies chosen by the caller
+  // (generators keep several streams of one kind and per-rank ready lists).
+  std::vector<OpId> collective(int group, OpKind kind, int64_t bytes, Where where,
+                               const std::function<int(int rank)>& stream_of,
+                               const std::function<std::vector<OpId>(int rank)>& deps_of, int64_t tag = 0,
+                               int root = -1);
 
   const Schedule& peek() const { return s_; }
   Schedule build() &&;  // validates; throws ScheduleError naming the first problem
