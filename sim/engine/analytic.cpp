@@ -29,20 +29,11 @@ struct RouteCost {
   bool known = false;
 };
 
-// A collective call in flight: its transfers live in Sim::xfers_ from `base`.
+// A collective call in flight: its transfers live in Sim::st_.xfers from `base`.
 class Sim {
  public:
   Sim(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m)
-      : s_(s), t_(t), m_(m), p_(make_exec_plan(s, m)) {
-    const size_t n = s.ops.size();
-    times_.start.assign(n, -1.0);
-    times_.end.assign(n, -1.0);
-    deps_left_.resize(n);
-    for (const Op& op : s.ops) deps_left_[static_cast<size_t>(op.id)] = static_cast<int32_t>(op.deps.size());
-    head_.assign(p_.streams.size(), 0);
-    run_left_.assign(p_.streams.size(), 0);
-    arrived_.assign(p_.match.calls.size(), 0);
-    calls_.resize(p_.match.calls.size());
+      : s_(s), t_(t), m_(m), p_(make_exec_plan(s, m)), st_(s, p_) {
     link_free_.assign(t.links().size(), 0.0);
     routes_.resize(size_t(t.gpus()) * size_t(t.gpus()));
   }
@@ -55,8 +46,8 @@ class Sim {
       if (e.transfer) xfer_done(e.id, e.t);
       else op_done(e.id, e.t);
     }
-    check_all_ended(s_, times_.end);
-    return std::move(times_);
+    check_all_ended(s_, st_.times.end);
+    return std::move(st_.times);
   }
 
  private:
@@ -64,23 +55,23 @@ class Sim {
 
   void try_stream(size_t k, double now) {
     const auto& ops = p_.streams[k];
-    if (run_left_[k] > 0 || head_[k] >= ops.size()) return;
-    const size_t len = static_cast<size_t>(p_.run_length[static_cast<size_t>(ops[head_[k]])]);
-    for (size_t i = head_[k]; i < head_[k] + len; ++i)
-      if (deps_left_[static_cast<size_t>(ops[i])] > 0) return;
-    run_left_[k] = len;
-    for (size_t i = head_[k]; i < head_[k] + len; ++i) start_op(ops[i], now);
+    if (st_.run_left[k] > 0 || st_.head[k] >= ops.size()) return;
+    const size_t len = static_cast<size_t>(p_.run_length[static_cast<size_t>(ops[st_.head[k]])]);
+    for (size_t i = st_.head[k]; i < st_.head[k] + len; ++i)
+      if (st_.deps_left[static_cast<size_t>(ops[i])] > 0) return;
+    st_.run_left[k] = len;
+    for (size_t i = st_.head[k]; i < st_.head[k] + len; ++i) start_op(ops[i], now);
   }
 
   void start_op(OpId id, double now) {
     const auto i = static_cast<size_t>(id);
-    times_.start[i] = now;
+    st_.times.start[i] = now;
     const Op& op = s_.ops[i];
     if (schedule::is_compute(op.kind)) {
       push(now + p_.compute_s[i], id, false);
     } else if (schedule::is_p2p(op.kind)) {
       const OpId partner = p_.match.partner[i];
-      if (times_.start[static_cast<size_t>(partner)] < 0) return;  // the partner starts the transfer
+      if (st_.times.start[static_cast<size_t>(partner)] < 0) return;  // the partner starts the transfer
       const Op& send = op.kind == schedule::OpKind::send ? op : s_.ops[static_cast<size_t>(partner)];
       const double end = transfer_end(p_.gpu_of_rank[static_cast<size_t>(send.rank)],
                                       p_.gpu_of_rank[static_cast<size_t>(send.peer)], double(send.bytes), now);
@@ -88,31 +79,31 @@ class Sim {
       push(end, partner, false);
     } else {
       const int64_t c = p_.match.call_of[i];
-      if (++arrived_[static_cast<size_t>(c)] == p_.match.calls[static_cast<size_t>(c)].size()) start_call(c, now);
+      if (++st_.arrived[static_cast<size_t>(c)] == p_.match.calls[static_cast<size_t>(c)].size()) start_call(c, now);
     }
   }
 
   void start_call(int64_t c, double now) {
-    CallRun& run = calls_[static_cast<size_t>(c)];
-    begin_call(s_, p_, c, run, xfers_);
+    CallRun& run = st_.calls[static_cast<size_t>(c)];
+    begin_call(s_, p_, c, run, st_.xfers);
     const auto& members = p_.match.calls[static_cast<size_t>(c)];
     for (size_t i = 0; i < members.size(); ++i)
       if (run.member_left[i] == 0) push(now, members[i], false);
     for (size_t i = 0; i < run.plan.size(); ++i)
-      if (xfers_[static_cast<size_t>(run.base) + i].deps_left == 0) start_xfer(run, run.base + int64_t(i), now);
+      if (st_.xfers[static_cast<size_t>(run.base) + i].deps_left == 0) start_xfer(run, run.base + int64_t(i), now);
   }
 
   void start_xfer(const CallRun& run, int64_t x, double now) {
-    const auto& pt = run.plan[static_cast<size_t>(xfers_[static_cast<size_t>(x)].local)];
-    const auto& members = p_.match.calls[static_cast<size_t>(xfers_[static_cast<size_t>(x)].call)];
+    const auto& pt = run.plan[static_cast<size_t>(st_.xfers[static_cast<size_t>(x)].local)];
+    const auto& members = p_.match.calls[static_cast<size_t>(st_.xfers[static_cast<size_t>(x)].call)];
     const int src = p_.gpu_of_rank[static_cast<size_t>(s_.ops[static_cast<size_t>(members[static_cast<size_t>(pt.src)])].rank)];
     const int dst = p_.gpu_of_rank[static_cast<size_t>(s_.ops[static_cast<size_t>(members[static_cast<size_t>(pt.dst)])].rank)];
     push(transfer_end(src, dst, pt.bytes, now), x, true);
   }
 
   void xfer_done(int64_t x, double now) {
-    const Xfer xf = xfers_[static_cast<size_t>(x)];  // a copy: op_done may start calls and grow xfers_
-    CallRun& run = calls_[static_cast<size_t>(xf.call)];
+    const Xfer xf = st_.xfers[static_cast<size_t>(x)];  // a copy: op_done may start calls and grow st_.xfers
+    CallRun& run = st_.calls[static_cast<size_t>(xf.call)];
     const auto& members = p_.match.calls[static_cast<size_t>(xf.call)];
     const auto& pt = run.plan[static_cast<size_t>(xf.local)];
     for (int m : {pt.src, pt.dst})
@@ -120,20 +111,20 @@ class Sim {
     for (int32_t i = run.dependents_begin[static_cast<size_t>(xf.local)];
          i < run.dependents_begin[static_cast<size_t>(xf.local) + 1]; ++i) {
       const int64_t d = run.base + run.dependents[static_cast<size_t>(i)];
-      if (--xfers_[static_cast<size_t>(d)].deps_left == 0) start_xfer(run, d, now);
+      if (--st_.xfers[static_cast<size_t>(d)].deps_left == 0) start_xfer(run, d, now);
     }
   }
 
   void op_done(OpId id, double now) {
     const auto i = static_cast<size_t>(id);
-    times_.end[i] = now;
+    st_.times.end[i] = now;
     for (int64_t j = p_.dependents_begin[i]; j < p_.dependents_begin[i + 1]; ++j) {
       const OpId d = p_.dependents[static_cast<size_t>(j)];
-      if (--deps_left_[static_cast<size_t>(d)] == 0) try_stream(static_cast<size_t>(p_.stream_of[static_cast<size_t>(d)]), now);
+      if (--st_.deps_left[static_cast<size_t>(d)] == 0) try_stream(static_cast<size_t>(p_.stream_of[static_cast<size_t>(d)]), now);
     }
     const auto k = static_cast<size_t>(p_.stream_of[i]);
-    if (--run_left_[k] == 0) {
-      head_[k] += static_cast<size_t>(p_.run_length[static_cast<size_t>(p_.streams[k][head_[k]])]);
+    if (--st_.run_left[k] == 0) {
+      st_.head[k] += static_cast<size_t>(p_.run_length[static_cast<size_t>(p_.streams[k][st_.head[k]])]);
       try_stream(k, now);
     }
   }
@@ -164,12 +155,7 @@ class Sim {
   const Topology& t_;
   const cost::CostModel& m_;
   ExecPlan p_;
-  OpTimes times_;
-  std::vector<int32_t> deps_left_;
-  std::vector<size_t> head_, run_left_;
-  std::vector<size_t> arrived_;
-  std::vector<CallRun> calls_;
-  std::vector<Xfer> xfers_;
+  RunState st_;
   std::vector<double> link_free_;
   std::vector<RouteCost> routes_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;

@@ -96,4 +96,16 @@ void begin_call(const schedule::Schedule& s, const ExecPlan& p, int64_t c, CallR
   }
 }
 
+RunState::RunState(const schedule::Schedule& s, const ExecPlan& p) {
+  const size_t n = s.ops.size();
+  times.start.assign(n, -1.0);
+  times.end.assign(n, -1.0);
+  deps_left.resize(n);
+  for (const auto& op : s.ops) deps_left[static_cast<size_t>(op.id)] = static_cast<int32_t>(op.deps.size());
+  head.assign(p.streams.size(), 0);
+  run_left.assign(p.streams.size(), 0);
+  arrived.assign(p.match.calls.size(), 0);
+  calls.resize(p.match.calls.size());
+}
+
 }  // namespace rm::engine

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/cost/cost_model.hpp"
+#include "sim/engine/engine.hpp"
 #include "sim/schedule/comm_matching.hpp"
 #include "sim/schedule/schedule.hpp"
 
@@ -49,6 +50,20 @@ struct Xfer {
 };
 // Plans `call` into `run` and appends its transfers to `xfers` (run.base is the first).
 void begin_call(const schedule::Schedule& s, const ExecPlan& p, int64_t call, CallRun& run, std::vector<Xfer>& xfers);
+
+// What both engines track while they run a plan: op times (-1 until known),
+// dependencies still open per op, each stream's next run and the ops of its
+// current run still to end, members arrived per collective call, the calls
+// in flight and their transfers.
+struct RunState {
+  RunState(const schedule::Schedule& s, const ExecPlan& p);
+  OpTimes times;
+  std::vector<int32_t> deps_left;
+  std::vector<size_t> head, run_left;
+  std::vector<size_t> arrived;
+  std::vector<CallRun> calls;
+  std::vector<Xfer> xfers;
+};
 
 // Throws ScheduleError naming the first op that never ended (end < 0).
 void check_all_ended(const schedule::Schedule& s, const std::vector<double>& end);

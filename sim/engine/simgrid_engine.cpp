@@ -34,25 +34,16 @@ constexpr double kStreamFlopsPerS = 1e9;  // executions carry seconds x 1e9 "flo
 class SgRun {
  public:
   SgRun(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m)
-      : s_(s), t_(t), m_(m), p_(make_exec_plan(s, m)) {
-    const size_t n = s.ops.size();
-    times_.start.assign(n, -1.0);
-    times_.end.assign(n, -1.0);
-    deps_left_.resize(n);
-    for (const Op& op : s.ops) deps_left_[static_cast<size_t>(op.id)] = static_cast<int32_t>(op.deps.size());
-    launched_.assign(n, false);
-    head_.assign(p_.streams.size(), 0);
-    run_left_.assign(p_.streams.size(), 0);
-    arrived_.assign(p_.match.calls.size(), 0);
-    calls_.resize(p_.match.calls.size());
+      : s_(s), t_(t), m_(m), p_(make_exec_plan(s, m)), st_(s, p_) {
+    launched_.assign(s.ops.size(), false);
     build_platform();
   }
 
   OpTimes run() {
     sim_.spawn("driver", 0, [this] { drive(); });
     sim_.run();
-    check_all_ended(s_, times_.end);
-    return std::move(times_);
+    check_all_ended(s_, st_.times.end);
+    return std::move(st_.times);
   }
 
  private:
@@ -110,13 +101,13 @@ class SgRun {
   // Starts the stream's next run if its ops' dependencies have all ended.
   void try_stream(size_t k) {
     const auto& ops = p_.streams[k];
-    if (run_left_[k] > 0 || head_[k] >= ops.size()) return;
-    const size_t head = head_[k], end = head + static_cast<size_t>(p_.run_length[static_cast<size_t>(ops[head])]);
+    if (st_.run_left[k] > 0 || st_.head[k] >= ops.size()) return;
+    const size_t head = st_.head[k], end = head + static_cast<size_t>(p_.run_length[static_cast<size_t>(ops[head])]);
     for (size_t i = head; i < end; ++i)
-      if (deps_left_[static_cast<size_t>(ops[i])] > 0) return;
-    run_left_[k] = end - head;
+      if (st_.deps_left[static_cast<size_t>(ops[i])] > 0) return;
+    st_.run_left[k] = end - head;
     const double now = sim_.now();
-    for (size_t i = head; i < end; ++i) times_.start[static_cast<size_t>(ops[i])] = now;
+    for (size_t i = head; i < end; ++i) st_.times.start[static_cast<size_t>(ops[i])] = now;
     for (size_t i = head; i < end; ++i) start_op(ops[i], k);
   }
 
@@ -127,7 +118,7 @@ class SgRun {
       sim_.start_execute(stream_host_base_ + static_cast<int>(k), p_.compute_s[i] * kStreamFlopsPerS, tag(id, kCompute));
     } else if (schedule::is_p2p(op.kind)) {
       const OpId partner = p_.match.partner[i];
-      if (times_.start[static_cast<size_t>(partner)] < 0) return;  // the partner starts the transfer
+      if (st_.times.start[static_cast<size_t>(partner)] < 0) return;  // the partner starts the transfer
       // A run's ops all start before any is launched, so both sides of a pair
       // in one run see each other started: launch once.
       const Op& send = op.kind == schedule::OpKind::send ? op : s_.ops[static_cast<size_t>(partner)];
@@ -136,40 +127,40 @@ class SgRun {
       sim_.start_transfer(gpu(send.rank), gpu(send.peer), double(send.bytes), tag(send.id, kP2p));
     } else {
       const int64_t c = p_.match.call_of[i];
-      if (++arrived_[static_cast<size_t>(c)] == p_.match.calls[static_cast<size_t>(c)].size()) start_call(c);
+      if (++st_.arrived[static_cast<size_t>(c)] == p_.match.calls[static_cast<size_t>(c)].size()) start_call(c);
     }
   }
 
   void start_call(int64_t c) {
-    CallRun& run = calls_[static_cast<size_t>(c)];
-    begin_call(s_, p_, c, run, xfers_);
+    CallRun& run = st_.calls[static_cast<size_t>(c)];
+    begin_call(s_, p_, c, run, st_.xfers);
     const auto& members = p_.match.calls[static_cast<size_t>(c)];
     // Start the ready transfers before finishing members without any: a
-    // finish may start other calls and grow xfers_.
+    // finish may start other calls and grow st_.xfers.
     const int64_t base = run.base;
     const size_t count = run.plan.size();
     for (size_t i = 0; i < count; ++i)
-      if (xfers_[static_cast<size_t>(base) + i].deps_left == 0) start_xfer(base + int64_t(i));
+      if (st_.xfers[static_cast<size_t>(base) + i].deps_left == 0) start_xfer(base + int64_t(i));
     for (size_t i = 0; i < members.size(); ++i)
-      if (calls_[static_cast<size_t>(c)].member_left[i] == 0) finish(members[i]);
+      if (st_.calls[static_cast<size_t>(c)].member_left[i] == 0) finish(members[i]);
   }
 
   void start_xfer(int64_t x) {
-    const Xfer& xf = xfers_[static_cast<size_t>(x)];
-    const auto [src, dst] = call_gpus(static_cast<size_t>(xf.call), calls_[static_cast<size_t>(xf.call)].plan[static_cast<size_t>(xf.local)]);
-    sim_.start_transfer(src, dst, calls_[static_cast<size_t>(xf.call)].plan[static_cast<size_t>(xf.local)].bytes, tag(x, kXfer));
+    const Xfer& xf = st_.xfers[static_cast<size_t>(x)];
+    const auto [src, dst] = call_gpus(static_cast<size_t>(xf.call), st_.calls[static_cast<size_t>(xf.call)].plan[static_cast<size_t>(xf.local)]);
+    sim_.start_transfer(src, dst, st_.calls[static_cast<size_t>(xf.call)].plan[static_cast<size_t>(xf.local)].bytes, tag(x, kXfer));
   }
 
   void xfer_done(int64_t x) {
-    const Xfer xf = xfers_[static_cast<size_t>(x)];  // a copy: finish may start calls and grow xfers_
-    CallRun& run = calls_[static_cast<size_t>(xf.call)];
+    const Xfer xf = st_.xfers[static_cast<size_t>(x)];  // a copy: finish may start calls and grow st_.xfers
+    CallRun& run = st_.calls[static_cast<size_t>(xf.call)];
     const int64_t base = run.base;
     // Start the dependent transfers, then finish the members whose last
     // transfer this was (finishing may start other calls; run stays put).
     for (int32_t i = run.dependents_begin[static_cast<size_t>(xf.local)];
          i < run.dependents_begin[static_cast<size_t>(xf.local) + 1]; ++i) {
       const int64_t d = base + run.dependents[static_cast<size_t>(i)];
-      if (--xfers_[static_cast<size_t>(d)].deps_left == 0) start_xfer(d);
+      if (--st_.xfers[static_cast<size_t>(d)].deps_left == 0) start_xfer(d);
     }
     const auto& members = p_.match.calls[static_cast<size_t>(xf.call)];
     const auto& pt = run.plan[static_cast<size_t>(xf.local)];
@@ -179,14 +170,14 @@ class SgRun {
 
   void finish(OpId id) {
     const auto i = static_cast<size_t>(id);
-    times_.end[i] = sim_.now();
+    st_.times.end[i] = sim_.now();
     for (int64_t j = p_.dependents_begin[i]; j < p_.dependents_begin[i + 1]; ++j) {
       const OpId d = p_.dependents[static_cast<size_t>(j)];
-      if (--deps_left_[static_cast<size_t>(d)] == 0) try_stream(static_cast<size_t>(p_.stream_of[static_cast<size_t>(d)]));
+      if (--st_.deps_left[static_cast<size_t>(d)] == 0) try_stream(static_cast<size_t>(p_.stream_of[static_cast<size_t>(d)]));
     }
     const auto k = static_cast<size_t>(p_.stream_of[i]);
-    if (--run_left_[k] == 0) {
-      head_[k] += static_cast<size_t>(p_.run_length[static_cast<size_t>(p_.streams[k][head_[k]])]);
+    if (--st_.run_left[k] == 0) {
+      st_.head[k] += static_cast<size_t>(p_.run_length[static_cast<size_t>(p_.streams[k][st_.head[k]])]);
       try_stream(k);
     }
   }
@@ -197,13 +188,8 @@ class SgRun {
   ExecPlan p_;
   sg::Simulation sim_;
   int stream_host_base_ = 0;
-  OpTimes times_;
-  std::vector<int32_t> deps_left_;
+  RunState st_;
   std::vector<bool> launched_;  // per send op: its transfer has started
-  std::vector<size_t> head_, run_left_;
-  std::vector<size_t> arrived_;
-  std::vector<CallRun> calls_;
-  std::vector<Xfer> xfers_;
 };
 
 // The child's reply: a status byte ('o' ok, 's' schedule error, 'e' other
