@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/report/imbalance.hpp"
+#include "sim/placement/context_partition.hpp"
 
 namespace rm::generate {
 

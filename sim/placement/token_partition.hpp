@@ -29,7 +29,7 @@ std::vector<TokenSet> periodic_partition(int64_t seq_len, int cp, int64_t chunk_
 std::vector<bool> balance_periods(const std::vector<double>& chunk_work, int cp);
 
 // The partition an experiment names, except `balanced`, which needs chunk work
-// (see sim/report/partition_for.hpp).
+// (sim/placement/context_partition.hpp).
 std::vector<TokenSet> simple_partition(Partition p, int64_t seq_len, int cp, int64_t stripe_tokens);
 
 // The part of a context rank's tokens held by head rank h of its head group

@@ -8,6 +8,7 @@
 
 #include "sim/cost/attention_cost.hpp"
 #include "sim/placement/device_map.hpp"
+#include "sim/placement/context_partition.hpp"
 #include "sim/placement/token_partition.hpp"
 
 namespace rm {
@@ -62,21 +63,6 @@ Ratios ratios(const std::vector<std::vector<double>>& work) {
 }
 
 }  // namespace
-
-std::vector<sparsity::TokenSet> partition_for(Partition p, const Experiment& e, const sparsity::SparsityModel& m) {
-  const auto& P = e.parallel;
-  const int64_t S = e.workload.seq_len;
-  if (p != Partition::balanced) return simple_partition(p, S, P.cp, P.stripe_tokens);
-  // Chunk work summed over every layer and head: one partition serves all layers.
-  const int64_t chunks = S / P.stripe_tokens;
-  std::vector<double> work(static_cast<size_t>(chunks), 0.0);
-  for (int l = 0; l < m.layers(); ++l)
-    for (int h = 0; h < m.heads(); ++h) {
-      auto c = sparsity::chunk_row_costs(m.head(l, h), S, P.stripe_tokens, shape_of(e));
-      for (size_t i = 0; i < c.size(); ++i) work[i] += double(c[i].blocks);
-    }
-  return periodic_partition(S, P.cp, P.stripe_tokens, balance_periods(work, P.cp));
-}
 
 ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityModel& m, const Topology& topo,
                                  const std::vector<Partition>& partitions, const Progress& progress) {

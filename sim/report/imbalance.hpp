@@ -41,10 +41,6 @@ struct ImbalanceReport {
   double block_sparsity = 0;         // mean over layers of computed/causal blocks, for context
 };
 
-// The token partition of every context rank for `p`, including the sparsity-aware
-// balanced one (which reads chunk work from the model).
-std::vector<sparsity::TokenSet> partition_for(Partition p, const Experiment& e, const sparsity::SparsityModel& m);
-
 using Progress = std::function<void(const std::string& what, int done, int total)>;
 
 ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityModel& m, const Topology& topo,

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/config/experiment.hpp"
+#include "sim/report/critical_path.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "traces/timeline.hpp"
 
@@ -39,26 +40,6 @@ struct Imbalance {
   double worker = 1;         // planned: sum_l max_r sum_k work / sum_l mean_r sum_k work
   double step = 1;           // planned: sum_{l,k} max_r work / sum_{l,k} mean_r work
   double step_measured = 1;  // the step ratio on the Timeline's durations of those ops
-};
-
-struct CriticalPathShare {
-  schedule::OpKind kind = schedule::OpKind::gemm;
-  schedule::Phase phase = schedule::Phase::forward;
-  double seconds = 0;
-  int ops = 0;
-};
-
-// Walked back from the op that ends last: at each op, the latest-ending of
-// what its start waited for — its explicit deps, the previous launch on its
-// stream, and for a matched send/recv or collective the same of its partner or
-// of the call's other members (the transfer starts once all are posted).
-struct CriticalPath {
-  double length_s = 0;              // end of the last op - start of the first op of the path
-  std::vector<schedule::OpId> ops;  // first to last in time, with the partners the path went through
-  double compute_s = 0;             // time on compute ops
-  double communication_s = 0;       // time on communication ops
-  double waiting_s = 0;             // gaps: an op started after all it waited for had ended
-  std::vector<CriticalPathShare> by_kind;  // seconds per (kind, phase), largest first
 };
 
 struct StepReport {
