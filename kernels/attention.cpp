@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 namespace {
 
 [[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("attention params: " + what); }
@@ -79,4 +79,4 @@ AttentionParams make_backward_params(const TilePlan& plan, ConstTensor q, ConstT
   return p;
 }
 
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

@@ -16,7 +16,7 @@
 
 #include "kernels/plan.hpp"
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 
 enum class DType { f32, bf16 };  // element type of q, k, v, dout (outputs are fp32)
 
@@ -74,4 +74,4 @@ AttentionParams make_backward_params(const TilePlan& plan, ConstTensor q, ConstT
 inline ConstTensor tensor(std::span<const float> s) { return {s.data(), s.size(), DType::f32}; }
 inline ConstTensor tensor(std::span<const std::uint16_t> s) { return {s.data(), s.size(), DType::bf16}; }
 
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

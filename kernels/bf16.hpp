@@ -4,7 +4,7 @@
 #include <bit>
 #include <cstdint>
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 
 using bf16_bits = std::uint16_t;  // raw bf16 storage, same bytes as __nv_bfloat16
 
@@ -20,4 +20,4 @@ inline float from_bf16(bf16_bits b) { return std::bit_cast<float>(static_cast<st
 
 inline float round_bf16(float x) { return from_bf16(to_bf16(x)); }
 
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

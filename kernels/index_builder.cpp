@@ -9,7 +9,7 @@
 
 #include "kernels/bf16.hpp"
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 namespace {
 
 [[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("index builder: " + what); }
@@ -226,4 +226,4 @@ SparseIndex build_index(const IndexProblem& p, const IndexBuildConfig& config) {
   return select_index(key_scores(p, mx, sum), config, p.seq_len);
 }
 
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

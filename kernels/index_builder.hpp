@@ -20,7 +20,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/tile.hpp"
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 
 struct IndexBuildConfig {
   enum class Select { top_k, top_p };
@@ -65,4 +65,4 @@ SparseIndex select_index(const KeyScores& scores, const IndexBuildConfig& config
 // Single process: all keys local.
 SparseIndex build_index(const IndexProblem& problem, const IndexBuildConfig& config);
 
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

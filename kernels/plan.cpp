@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 namespace {
 
 struct Run {
@@ -107,4 +107,4 @@ double TilePlan::dense_causal_pairs() const {
   return pairs * shape.heads_q;
 }
 
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

@@ -14,7 +14,7 @@
 
 #include "kernels/tile.hpp"
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 
 inline constexpr int kQueryRows = 128;  // query rows per segment = CUDA CTA tile
 inline constexpr int kKeyRows = 64;     // key rows per item = CUDA inner tile
@@ -53,4 +53,4 @@ struct TilePlan {
 // Validates (validate_tile) and builds the plan.
 TilePlan make_plan(const TileShape& shape, const TileLayout& layout, const SparseIndex& index);
 
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

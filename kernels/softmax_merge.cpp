@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 
 void merge_partial(std::span<float> acc_out, std::span<float> acc_lse, std::span<const float> part_out,
                    std::span<const float> part_lse, int head_dim) {
@@ -24,4 +24,4 @@ void merge_partial(std::span<float> acc_out, std::span<float> acc_lse, std::span
   }
 }
 
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

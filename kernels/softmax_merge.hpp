@@ -13,7 +13,7 @@
 #define RINGMASTER_HD inline
 #endif
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 
 struct MergeWeights {
   float a, b, lse;
@@ -31,4 +31,4 @@ RINGMASTER_HD MergeWeights merge_weights(float lse_a, float lse_b) {
 void merge_partial(std::span<float> acc_out, std::span<float> acc_lse, std::span<const float> part_out,
                    std::span<const float> part_lse, int head_dim);
 
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 namespace {
 
 [[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("attention tile: " + what); }
@@ -118,4 +118,4 @@ std::string to_string(SparseMode mode) {
   return "?";
 }
 
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

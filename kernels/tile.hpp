@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 
 // Granularity of the sparse index in global tokens: MTraining turns slashes
 // into a block mask at 128 tokens, and block masks use the same blocks.
@@ -69,4 +69,4 @@ void validate_tile(const TileShape& shape, const TileLayout& layout, const Spars
 
 std::string to_string(SparseMode mode);
 
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

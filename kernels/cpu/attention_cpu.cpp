@@ -19,7 +19,7 @@
 #define RINGMASTER_HOT
 #endif
 
-namespace ringmaster::kernels::cpu {
+namespace rm::kernels::cpu {
 namespace {
 
 constexpr int kMaxDim = 128;
@@ -325,4 +325,4 @@ void attention_backward(const AttentionParams& p) {
   });
 }
 
-}  // namespace ringmaster::kernels::cpu
+}  // namespace rm::kernels::cpu

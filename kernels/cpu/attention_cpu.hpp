@@ -5,7 +5,7 @@
 // vectorisable loops over the plan's items; threads across heads.
 #include "kernels/attention.hpp"
 
-namespace ringmaster::kernels::cpu {
+namespace rm::kernels::cpu {
 
 // Forward over the tile: writes params.out and params.lse for every row.
 void attention_forward(const AttentionParams& params);
@@ -14,4 +14,4 @@ void attention_forward(const AttentionParams& params);
 // params.accumulate).
 void attention_backward(const AttentionParams& params);
 
-}  // namespace ringmaster::kernels::cpu
+}  // namespace rm::kernels::cpu

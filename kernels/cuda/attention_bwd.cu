@@ -9,7 +9,7 @@
 #include "kernels/cuda/launch.hpp"
 #include "kernels/cuda/tile_load.cuh"
 
-namespace ringmaster::kernels::cuda::detail {
+namespace rm::kernels::cuda::detail {
 namespace {
 
 template <int D>
@@ -214,4 +214,4 @@ void launch_backward(const AttentionParams& p, cudaStream_t stream) {
   else launch<128>(p, stream);
 }
 
-}  // namespace ringmaster::kernels::cuda::detail
+}  // namespace rm::kernels::cuda::detail

@@ -9,7 +9,7 @@
 
 #include "kernels/cuda/launch.hpp"
 
-namespace ringmaster::kernels::cuda {
+namespace rm::kernels::cuda {
 namespace detail {
 
 void check(cudaError_t err, const char* what) {
@@ -143,4 +143,4 @@ void merge_partial(float* acc_out, float* acc_lse, const float* part_out, const 
   detail::launch_merge(acc_out, acc_lse, part_out, part_lse, rows, head_dim, stream);
 }
 
-}  // namespace ringmaster::kernels::cuda
+}  // namespace rm::kernels::cuda

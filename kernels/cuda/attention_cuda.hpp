@@ -9,7 +9,7 @@
 
 #include "kernels/attention.hpp"
 
-namespace ringmaster::kernels::cuda {
+namespace rm::kernels::cuda {
 
 // True when a CUDA device can be used; any error (no driver, no device) is "no".
 bool device_available();
@@ -43,4 +43,4 @@ void attention_backward(const AttentionParams& params, cudaStream_t stream = nul
 void merge_partial(float* acc_out, float* acc_lse, const float* part_out, const float* part_lse, std::int64_t rows,
                    int head_dim, cudaStream_t stream = nullptr);
 
-}  // namespace ringmaster::kernels::cuda
+}  // namespace rm::kernels::cuda

@@ -6,7 +6,7 @@
 #include "kernels/cuda/launch.hpp"
 #include "kernels/cuda/tile_load.cuh"
 
-namespace ringmaster::kernels::cuda::detail {
+namespace rm::kernels::cuda::detail {
 namespace {
 
 template <int D>
@@ -160,4 +160,4 @@ void launch_forward(const AttentionParams& p, cudaStream_t stream) {
   else launch<128>(p, stream);
 }
 
-}  // namespace ringmaster::kernels::cuda::detail
+}  // namespace rm::kernels::cuda::detail

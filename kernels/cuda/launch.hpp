@@ -5,7 +5,7 @@
 
 #include "kernels/attention.hpp"
 
-namespace ringmaster::kernels::cuda::detail {
+namespace rm::kernels::cuda::detail {
 
 // Throws std::runtime_error naming `what` when err is not cudaSuccess.
 void check(cudaError_t err, const char* what);
@@ -15,4 +15,4 @@ void launch_backward(const AttentionParams& params, cudaStream_t stream);
 void launch_merge(float* acc_out, float* acc_lse, const float* part_out, const float* part_lse, std::int64_t rows,
                   int head_dim, cudaStream_t stream);
 
-}  // namespace ringmaster::kernels::cuda::detail
+}  // namespace rm::kernels::cuda::detail

@@ -2,7 +2,7 @@
 #include "kernels/cuda/launch.hpp"
 #include "kernels/softmax_merge.hpp"
 
-namespace ringmaster::kernels::cuda::detail {
+namespace rm::kernels::cuda::detail {
 namespace {
 
 __global__ void merge_kernel(float* acc_out, float* acc_lse, const float* part_out, const float* part_lse,
@@ -29,4 +29,4 @@ void launch_merge(float* acc_out, float* acc_lse, const float* part_out, const f
   check(cudaGetLastError(), "merge launch");
 }
 
-}  // namespace ringmaster::kernels::cuda::detail
+}  // namespace rm::kernels::cuda::detail

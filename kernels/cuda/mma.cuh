@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace ringmaster::kernels::cuda::detail {
+namespace rm::kernels::cuda::detail {
 
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
@@ -68,4 +68,4 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-}  // namespace ringmaster::kernels::cuda::detail
+}  // namespace rm::kernels::cuda::detail

@@ -5,7 +5,7 @@
 #include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/tile_traits.cuh"
 
-namespace ringmaster::kernels::cuda::detail {
+namespace rm::kernels::cuda::detail {
 
 // Local key row r of an item.
 __device__ __forceinline__ int item_row(const PlanView& plan, const PlanItem& item, int r) {
@@ -48,4 +48,4 @@ __device__ __forceinline__ std::int64_t list_of(const PlanView& plan, int head, 
   return (plan.per_head ? static_cast<std::int64_t>(head) * plan.segments : 0) + seg;
 }
 
-}  // namespace ringmaster::kernels::cuda::detail
+}  // namespace rm::kernels::cuda::detail

@@ -9,7 +9,7 @@
 
 #include "kernels/plan.hpp"
 
-namespace ringmaster::kernels::cuda::detail {
+namespace rm::kernels::cuda::detail {
 
 using bf16 = __nv_bfloat16;
 
@@ -48,4 +48,4 @@ struct Traits {
 // Key positions of rows past the end of a chunk: masked for every query.
 inline constexpr int kNoKey = INT_MAX;
 
-}  // namespace ringmaster::kernels::cuda::detail
+}  // namespace rm::kernels::cuda::detail

@@ -5,7 +5,7 @@
 
 #include "tests/kernels/reference.hpp"
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 namespace {
 
 using test::Problem;
@@ -89,4 +89,4 @@ TEST(AttentionCpu, ExplicitScale) {
 }
 
 }  // namespace
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

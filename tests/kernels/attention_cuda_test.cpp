@@ -12,7 +12,7 @@
 #include "kernels/softmax_merge.hpp"
 #include "tests/kernels/reference.hpp"
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 namespace {
 
 template <class T>
@@ -183,4 +183,4 @@ TEST(CudaAttentionEdges, RejectsUnfitParamsBeforeAnyLaunch) {
 }
 
 }  // namespace
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

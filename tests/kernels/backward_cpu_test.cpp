@@ -6,7 +6,7 @@
 
 #include "tests/kernels/reference.hpp"
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 namespace {
 
 test::Problem make(int hq, int hkv, int dim, TileLayout layout, SparseIndex index, std::uint64_t seed) {
@@ -82,4 +82,4 @@ TEST(BackwardCpu, ReferenceAgreesWithFiniteDifferences) {
 }
 
 }  // namespace
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

@@ -9,7 +9,7 @@
 #include "kernels/index_builder.hpp"
 #include "tests/kernels/reference.hpp"
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 namespace {
 
 // Last `nq` queries of a seq_len sequence against all keys, with keys at
@@ -181,4 +181,4 @@ TEST(IndexBuilder, BadInputIsRejected) {
 }
 
 }  // namespace
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

@@ -8,7 +8,7 @@
 #include "kernels/softmax_merge.hpp"
 #include "tests/kernels/reference.hpp"
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 namespace {
 
 TEST(Merge, WeightsHandleEmptyParts) {
@@ -115,4 +115,4 @@ INSTANTIATE_TEST_SUITE_P(Partitions, RingMerge,
                          });
 
 }  // namespace
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

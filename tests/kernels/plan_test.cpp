@@ -5,7 +5,7 @@
 #include "kernels/plan.hpp"
 #include "tests/kernels/reference.hpp"
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 namespace {
 
 TEST(Mask, SlashSelectsTheBlocksItsDiagonalCrosses) {
@@ -143,4 +143,4 @@ TEST(Plan, ComputedPairsShrinkWithSparsity) {
 }
 
 }  // namespace
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

@@ -11,7 +11,7 @@
 #include "kernels/cpu/attention_cpu.hpp"
 #include "kernels/plan.hpp"
 
-namespace ringmaster::kernels::test {
+namespace rm::kernels::test {
 
 void fill_random(Problem& p, std::uint64_t seed, float spread) {
   std::mt19937_64 rng(seed);
@@ -215,4 +215,4 @@ void round_to_bf16(std::vector<float>& v) {
   for (auto& x : v) x = round_bf16(x);
 }
 
-}  // namespace ringmaster::kernels::test
+}  // namespace rm::kernels::test

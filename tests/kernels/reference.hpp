@@ -8,7 +8,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/tile.hpp"
 
-namespace ringmaster::kernels::test {
+namespace rm::kernels::test {
 
 struct Problem {
   TileShape shape;
@@ -57,4 +57,4 @@ Forward cpu_forward(const Problem& p, bool bf16 = false, float scale = 0);
 Backward cpu_backward(const Problem& p, const Forward& fwd, bool bf16 = false, float scale = 0);
 void round_to_bf16(std::vector<float>& v);
 
-}  // namespace ringmaster::kernels::test
+}  // namespace rm::kernels::test

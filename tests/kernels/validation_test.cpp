@@ -4,7 +4,7 @@
 #include "kernels/attention.hpp"
 #include "tests/kernels/reference.hpp"
 
-namespace ringmaster::kernels {
+namespace rm::kernels {
 namespace {
 
 void expect_error(const std::function<void()>& f, const std::string& fragment) {
@@ -66,4 +66,4 @@ TEST(Validation, Tensors) {
 }
 
 }  // namespace
-}  // namespace ringmaster::kernels
+}  // namespace rm::kernels

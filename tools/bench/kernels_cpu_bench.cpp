@@ -10,7 +10,7 @@
 #include "kernels/bf16.hpp"
 #include "kernels/cpu/attention_cpu.hpp"
 
-using namespace ringmaster::kernels;
+using namespace rm::kernels;
 
 int main(int argc, char** argv) {
   std::vector<int> num;

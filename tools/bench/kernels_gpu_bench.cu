@@ -18,7 +18,7 @@
 
 #include "kernels/cuda/attention_cuda.hpp"
 
-using namespace ringmaster::kernels;
+using namespace rm::kernels;
 
 namespace {
 
