@@ -6,15 +6,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "sim/report/imbalance.hpp"
-#include "sim/sparsity/sparsity_model.hpp"
+#include "sim/pipeline/pipeline.hpp"
 #include "traces/text_file.hpp"
 #include "tools/cli/cli_common.hpp"
-#include "tools/cli/pipeline.hpp"
 
 namespace rm::cli {
 
 namespace {
+
+using report::ImbalanceReport;
+using report::LayerImbalance;
+using report::PartitionImbalance;
 
 struct Options {
   ExperimentOptions exp;
@@ -61,11 +63,10 @@ void run(const Options& o) {
   }
   ProgressLine progress(!o.exp.json);
   progress.update("building the sparsity pattern", 0, 1);
-  const auto model = build_patterns(e);
-  const Topology topo(e.cluster);
-  const ImbalanceReport rep = imbalance_report(e, model, topo, parts, [&](const std::string& what, int d, int t) {
-    progress.update(what, d, t);
-  });
+  pipeline::Session session;
+  const auto& model = session.patterns(e);
+  const ImbalanceReport rep =
+      session.imbalance(e, parts, [&](const std::string& what, int d, int t) { progress.update(what, d, t); });
 
   if (!o.csv.empty()) traces::write_text_file_atomic(o.csv, csv_of(rep));
 
