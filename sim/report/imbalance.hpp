@@ -29,6 +29,7 @@ struct LayerImbalance {
   double ideal_seconds = 0;             // the same work perfectly balanced (every rank, every step the mean)
   int overlap_lost_steps = 0;           // steps whose compute is shorter than the next K/V transfer
   int transfer_steps = 0;
+  bool operator==(const LayerImbalance&) const = default;
 };
 
 struct PartitionImbalance {
@@ -37,12 +38,14 @@ struct PartitionImbalance {
   LayerImbalance total;          // weighted over layers
   double ideal_fraction = 1;     // ideal_seconds / step_seconds: the share of attention time balance keeps
   double kv_transfer_seconds = 0;  // one ring step's K/V transfer, slowest rank and step
+  bool operator==(const PartitionImbalance&) const = default;
 };
 
 struct ImbalanceReport {
   std::vector<PartitionImbalance> partitions;
   std::vector<std::string> skipped;  // partitions that do not apply, with the reason
   double block_sparsity = 0;         // mean over layers of computed/causal blocks, for context
+  bool operator==(const ImbalanceReport&) const = default;
 };
 
 using Progress = std::function<void(const std::string& what, int done, int total)>;
