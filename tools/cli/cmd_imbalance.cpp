@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/pipeline/pipeline.hpp"
+#include "sim/placement/attention_kind.hpp"
 #include "traces/text_file.hpp"
 #include "tools/cli/cli_common.hpp"
 
@@ -94,9 +95,9 @@ void run(const Options& o) {
   }
 
   std::string out = fmt::format(
-      "experiment {}: {} tokens, {} x {} on {}, cp={} hp={}, {} ring, pattern {} (block sparsity {:.1f}%)\n\n",
+      "experiment {}: {} tokens, {} x {} on {}, cp={} hp={}, {} attention, pattern {} (block sparsity {:.1f}%)\n\n",
       e.name, e.workload.seq_len, e.model.name, e.model.layers, e.cluster.name, e.parallel.cp, e.parallel.hp,
-      to_string(e.parallel.ring), model.name(), 100 * rep.block_sparsity);
+      placement::make_attention_kind(e)->name(), model.name(), 100 * rep.block_sparsity);
   Table t({"partition", "worker", "step", "worker(nnz)", "step(nnz)", "attn fwd ms", "ideal ms", "ideal share",
            "overlap lost"});
   for (const auto& p : rep.partitions)
