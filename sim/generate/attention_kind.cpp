@@ -7,7 +7,7 @@ namespace rm::generate {
 std::string generator_name(const Experiment& e) {
   const Parallel& p = e.parallel;
   if (p.cp == 1) return p.hp == 1 ? "single_gpu" : "ulysses";
-  return fmt::format("{}{}-{}", p.hp > 1 ? "2d-" : "", to_string(p.partition), make_attention_kind(e)->name());
+  return fmt::format("{}{}-{}", p.hp > 1 ? "2d-" : "", to_string(p.partition), placement::attention_kind_name(e));
 }
 
 }  // namespace rm::generate

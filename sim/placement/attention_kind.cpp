@@ -9,6 +9,11 @@
 
 namespace rm::placement {
 
+std::unique_ptr<AttentionKind> make_local_attention(const Experiment& e);
+std::unique_ptr<AttentionKind> make_ring_attention(const Experiment& e);
+std::unique_ptr<AttentionKind> make_double_ring_attention(const Experiment& e);
+std::unique_ptr<AttentionKind> make_hierarchical_ring_attention(const Experiment& e);
+
 namespace {
 
 // The registry: a new kind is one file and one row here.
@@ -23,8 +28,12 @@ constexpr std::array kKinds{
 
 std::span<const AttentionKindEntry> attention_kinds() { return kKinds; }
 
+std::string_view attention_kind_name(const Experiment& e) {
+  return e.parallel.cp == 1 ? "local" : to_string(e.parallel.ring);
+}
+
 std::unique_ptr<AttentionKind> make_attention_kind(const Experiment& e) {
-  const std::string_view name = e.parallel.cp == 1 ? "local" : to_string(e.parallel.ring);
+  const std::string_view name = attention_kind_name(e);
   for (const auto& k : kKinds)
     if (k.name == name) return k.make(e);
   throw ConfigError(fmt::format("{}: $.parallel.ring: no attention kind \"{}\" is registered", e.source, name));

@@ -39,8 +39,6 @@ RingLayout layout_of_rings(std::vector<std::vector<int>> rings);
 class AttentionKind {
  public:
   virtual ~AttentionKind() = default;
-  // The kind's name in the registry (its parallel.ring value; "local" for cp = 1).
-  virtual std::string name() const = 0;
   // The rings of one context group, given its GPUs in context-rank order.
   // Throws rm::ConfigError naming the experiment key when the group cannot be laid out.
   virtual std::vector<std::vector<int>> rings(const std::vector<int>& group_gpus, const Topology& topo) const = 0;
@@ -49,20 +47,17 @@ class AttentionKind {
   }
 };
 
-// One row per kind: its name and its factory (which may throw rm::ConfigError).
+// One row per kind: its name and its factory (which may throw rm::ConfigError);
+// the factories live one per file (sim/placement/*_attention.cpp).
 struct AttentionKindEntry {
   std::string_view name;
   std::unique_ptr<AttentionKind> (*make)(const Experiment& e);
 };
 std::span<const AttentionKindEntry> attention_kinds();
 
-// The kind the experiment's keys select: "local" when cp = 1, else parallel.ring.
+// The name of the kind the experiment's keys select: "local" when cp = 1,
+// else parallel.ring; and the kind itself, from its row of the table.
+std::string_view attention_kind_name(const Experiment& e);
 std::unique_ptr<AttentionKind> make_attention_kind(const Experiment& e);
-
-// The factories, one file each (sim/placement/*_attention.cpp).
-std::unique_ptr<AttentionKind> make_local_attention(const Experiment& e);
-std::unique_ptr<AttentionKind> make_ring_attention(const Experiment& e);
-std::unique_ptr<AttentionKind> make_double_ring_attention(const Experiment& e);
-std::unique_ptr<AttentionKind> make_hierarchical_ring_attention(const Experiment& e);
 
 }  // namespace rm::placement

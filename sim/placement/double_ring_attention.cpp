@@ -14,7 +14,6 @@ class DoubleRingAttention final : public AttentionKind {
  public:
   DoubleRingAttention(std::string source, int window, bool interleaved)
       : source_(std::move(source)), window_(window), interleaved_(interleaved) {}
-  std::string name() const override { return "double_ring"; }
   std::vector<std::vector<int>> rings(const std::vector<int>& group_gpus, const Topology&) const override {
     const int cp = int(group_gpus.size()), w = window_;
     if (cp % w != 0)

@@ -7,7 +7,6 @@ namespace {
 
 class LocalAttention final : public AttentionKind {
  public:
-  std::string name() const override { return "local"; }
   std::vector<std::vector<int>> rings(const std::vector<int>&, const Topology&) const override { return {{0}}; }
 };
 

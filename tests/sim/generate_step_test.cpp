@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "generate_support.hpp"
+#include "sim/pipeline/pipeline.hpp"
 #include "sim/placement/device_map.hpp"
 
 namespace rm::generate {
@@ -142,9 +143,7 @@ TEST(Step, BalancedPartitionUsesTheSparsityAwarePartition) {
 // step's generation time is measured outside the test suite.
 TEST(Step, DefaultExperimentShape) {
   auto e = load_experiment(ConfigStore({std::string(RINGMASTER_SOURCE_DIR) + "/configs"}), "", {"model.layers=4"});
-  auto m = sparsity::build_sparsity(e.workload.pattern, e.workload.pattern_source,
-                                    {e.model.layers, e.model.heads, e.model.kv_heads, e.workload.seq_len,
-                                     e.workload.seed, e.workload.pattern_base_dir});
+  auto m = pipeline::build_patterns(e);
   Topology topo(e.cluster);
   auto s = generate_step(e, m, topo);
   EXPECT_EQ(s.generator, "stripe-hierarchical");

@@ -211,9 +211,15 @@ TEST(AttentionKinds, OneRegisteredKindPerRingKeyAndLocal) {
   std::set<std::string> names;
   for (const auto& k : placement::attention_kinds()) names.insert(std::string(k.name));
   EXPECT_EQ(names, (std::set<std::string>{"local", "ring", "double_ring", "hierarchical"}));
+  const Topology topo = four_nodes_of_eight();
   for (RingKind r : {RingKind::ring, RingKind::double_ring, RingKind::hierarchical}) {
-    EXPECT_EQ(placement::make_attention_kind(ring_experiment(8, r, 4))->name(), to_string(r));
-    EXPECT_EQ(placement::make_attention_kind(ring_experiment(1, r, 1))->name(), "local");
+    EXPECT_EQ(placement::attention_kind_name(ring_experiment(8, r, 4)), to_string(r));
+    EXPECT_EQ(placement::attention_kind_name(ring_experiment(1, r, 1)), "local");
+    // Each row's layout holds the group: one ring of one for local, cp ranks otherwise.
+    const auto l = placement::make_attention_kind(ring_experiment(8, r, 4))->layout(first_gpus(8), topo);
+    EXPECT_EQ(l.outer() * l.inner(), 8) << to_string(r);
+    EXPECT_EQ(placement::make_attention_kind(ring_experiment(1, r, 1))->layout(first_gpus(1), topo).rings,
+              (std::vector<std::vector<int>>{{0}}));
   }
 }
 

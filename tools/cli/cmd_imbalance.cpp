@@ -97,7 +97,7 @@ void run(const Options& o) {
   std::string out = fmt::format(
       "experiment {}: {} tokens, {} x {} on {}, cp={} hp={}, {} attention, pattern {} (block sparsity {:.1f}%)\n\n",
       e.name, e.workload.seq_len, e.model.name, e.model.layers, e.cluster.name, e.parallel.cp, e.parallel.hp,
-      placement::make_attention_kind(e)->name(), model.name(), 100 * rep.block_sparsity);
+      placement::attention_kind_name(e), model.name(), 100 * rep.block_sparsity);
   Table t({"partition", "worker", "step", "worker(nnz)", "step(nnz)", "attn fwd ms", "ideal ms", "ideal share",
            "overlap lost"});
   for (const auto& p : rep.partitions)
