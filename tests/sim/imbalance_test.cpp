@@ -72,27 +72,31 @@ TEST_P(ImbalanceMatchesSimulate, SameAttentionSecondsPerLayerAndSameTransfers) {
 INSTANTIATE_TEST_SUITE_P(
     Experiments, ImbalanceMatchesSimulate,
     ::testing::Values(
-        Case{"default_step", {"workload.seq_len=16k", "model.layers=2"}},
-        Case{"zigzag_ring", {"workload.seq_len=16k", "model.layers=1", "scope=attention_fwd", "parallel.ring=ring",
+        Case{"default_step", {"workload.seq_len=8k", "model.layers=2"}},
+        Case{"zigzag_ring", {"workload.seq_len=8k", "model.layers=1", "scope=attention_fwd", "parallel.ring=ring",
                              "parallel.partition=zigzag"}},
-        Case{"double_ring_2d_batch2", {"workload.seq_len=16k", "model.layers=1", "scope=layer", "parallel.hp=2",
+        Case{"double_ring_2d_batch2", {"workload.seq_len=8k", "model.layers=1", "scope=layer", "parallel.hp=2",
                                        "parallel.cp=8", "parallel.ring=double_ring", "parallel.window=4",
                                        "workload.batch=2"}},
-        Case{"dense_contiguous", {"workload.seq_len=16k", "model.layers=1", "scope=attention_fwd",
+        Case{"dense_contiguous", {"workload.seq_len=8k", "model.layers=1", "scope=attention_fwd",
                                   "workload.pattern=dense-causal", "parallel.partition=contiguous", "parallel.cp=8",
                                   "parallel.ring=ring"}}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
-TEST(Imbalance, DenseBalancedRingIsIdeal) {
-  // zigzag on dense causal: every rank and step does the same work, so the
-  // slowest rank's time is the balanced time.
-  const Experiment e = experiment({"workload.seq_len=16k", "model.layers=1", "workload.pattern=dense-causal",
-                                   "parallel.cp=1", "parallel.hp=1"});
+TEST(Imbalance, DenseZigzagIsIdealAndContiguousIsNot) {
+  // Dense causal on a ring of 8: zigzag gives every rank the same work at every
+  // step, so the slowest rank's time is the balanced one; contiguous leaves the
+  // last rank (2cp-1)/cp of the mean and steps where rank 0 does nothing.
+  const Experiment e = experiment({"workload.seq_len=8k", "model.layers=1", "workload.pattern=dense-causal",
+                                   "cluster=h200-1x8", "parallel.cp=8", "parallel.ring=ring"});
   pipeline::Session session;
-  const auto rep = session.imbalance(e, {Partition::zigzag});
-  ASSERT_EQ(rep.partitions.size(), 1u);
+  const auto rep = session.imbalance(e, {Partition::zigzag, Partition::contiguous});
+  ASSERT_EQ(rep.partitions.size(), 2u);
   EXPECT_NEAR(rep.partitions[0].ideal_fraction, 1.0, 1e-12);
-  EXPECT_EQ(rep.partitions[0].total.transfer_steps, 0);
+  EXPECT_EQ(rep.partitions[0].total.transfer_steps, 7);
+  EXPECT_LT(rep.partitions[1].ideal_fraction, 0.7);  // 0.53 = cp/(2cp-1) at long sequences; launches even it out
+  EXPECT_NEAR(rep.partitions[1].total.ideal_seconds, rep.partitions[0].total.ideal_seconds,
+              1e-9 * rep.partitions[0].total.ideal_seconds);  // the same total work, balanced
 }
 
 }  // namespace
