@@ -29,10 +29,12 @@ Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::
 }
 
 const sparsity::SparsityModel& Session::patterns(const Experiment& e) {
-  // Everything build_patterns reads; the base dir resolves index files named in the spec.
-  const std::string key = fmt::format("{}\n{}\n{} {} {} {} {}", e.workload.pattern.dump(), e.workload.pattern_base_dir,
-                                      e.workload.seq_len, e.workload.seed, e.model.layers, e.model.heads,
-                                      e.model.kv_heads);
+  // Everything build_patterns reads: the spec, where it came from (names and
+  // index files resolve against it), seq_len, seed and the model's shape.
+  const std::string key =
+      fmt::format("{}\n{}\n{}\n{} {} {} {} {}", e.workload.pattern.dump(), e.workload.pattern_source,
+                  e.workload.pattern_base_dir, e.workload.seq_len, e.workload.seed, e.model.layers, e.model.heads,
+                  e.model.kv_heads);
   auto it = patterns_.find(key);
   if (it == patterns_.end()) {
     ++pattern_builds_;
