@@ -6,8 +6,6 @@
 
 #include <cstdint>
 
-#include "sim/config/cluster.hpp"
-
 namespace rm::cost {
 
 inline double attention_fwd_flops_per_block(int64_t bq, int64_t bk, int head_dim) {
@@ -16,11 +14,10 @@ inline double attention_fwd_flops_per_block(int64_t bq, int64_t bk, int head_dim
 inline double attention_fwd_flops_per_nnz(int head_dim) { return 4.0 * double(head_dim); }
 inline constexpr double kAttentionBwdFlopsRatio = 2.5;
 
-// Seconds for `flops` of attention forward on one GPU of the cluster.
-inline double attention_fwd_seconds(const Cluster& c, double flops, bool sparse) {
-  const double rate = c.gpu.peak_tflops_bf16 * 1e12 * c.cost.attention_fwd_efficiency *
-                      (sparse ? c.cost.sparse_block_efficiency : 1.0);
-  return flops / rate;
+// FLOPs of an attention op over `nnz` allowed pairs of each of `batch` sequences
+// (seconds come from CostModel::attention_seconds).
+inline double attention_flops(int64_t nnz, int head_dim, int batch, bool backward) {
+  return double(nnz) * (attention_fwd_flops_per_nnz(head_dim) * batch * (backward ? kAttentionBwdFlopsRatio : 1.0));
 }
 
 // Bytes of one ring step's K and V for `tokens` tokens of `kv_heads` heads (bf16).

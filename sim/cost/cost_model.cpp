@@ -15,10 +15,10 @@ CostModel::CostModel(const Cluster& c, TileShape tile) : c_(c), tile_(tile) {
   local_rate_ = c_.gpu.hbm_bandwidth_GBps * 1e9 * c_.cost.elementwise_efficiency / 2.0;
 }
 
-double CostModel::rate_flops(const schedule::Op& op, bool sparse_kernel) const {
+double CostModel::rate_flops(OpKind kind, bool sparse_kernel) const {
   const double peak = c_.gpu.peak_tflops_bf16 * 1e12;
   const double sparse = sparse_kernel ? c_.cost.sparse_block_efficiency : 1.0;
-  switch (op.kind) {
+  switch (kind) {
     case OpKind::attn_fwd:
     case OpKind::index_build: return peak * c_.cost.attention_fwd_efficiency * sparse;
     case OpKind::attn_bwd: return peak * c_.cost.attention_bwd_efficiency * sparse;
@@ -26,22 +26,37 @@ double CostModel::rate_flops(const schedule::Op& op, bool sparse_kernel) const {
   }
 }
 
-double CostModel::compute_seconds(const schedule::Op& op) const {
-  double flops = op.flops;
-  bool sparse_kernel = false;
-  if (op.blocks > 0 && (op.kind == OpKind::attn_fwd || op.kind == OpKind::attn_bwd)) {
+double CostModel::tile_flops(double blocks, bool backward) const {
+  return blocks * attention_fwd_flops_per_block(tile_.bq, tile_.bk, tile_.head_dim) *
+         (backward ? kAttentionBwdFlopsRatio : 1.0);
+}
+
+bool CostModel::sparse_kernel(double flops, double blocks, bool backward) const {
+  return blocks > 0 && flops < kSparseKernelFill * tile_flops(blocks, backward);
+}
+
+double CostModel::seconds(OpKind kind, double flops, double blocks, double bytes) const {
+  bool sparse = false;
+  if (blocks > 0 && (kind == OpKind::attn_fwd || kind == OpKind::attn_bwd)) {
     // A tile kernel pays for every tile it computes, however few of its entries
-    // the mask allows; when fewer than half are allowed on average the op is a
-    // sparse-index kernel (vertical-slash, block-sparse) with its gather overhead.
-    const double tile_flops = double(op.blocks) * attention_fwd_flops_per_block(tile_.bq, tile_.bk, tile_.head_dim) *
-                              (op.kind == OpKind::attn_bwd ? kAttentionBwdFlopsRatio : 1.0);
-    sparse_kernel = op.flops < kSparseKernelFill * tile_flops;
-    flops = std::max(flops, tile_flops);
+    // the mask allows; a sparse-index kernel (vertical-slash, block-sparse) also
+    // pays its gather overhead.
+    const bool backward = kind == OpKind::attn_bwd;
+    sparse = sparse_kernel(flops, blocks, backward);
+    flops = std::max(flops, tile_flops(blocks, backward));
   }
   const double hbm = c_.gpu.hbm_bandwidth_GBps * 1e9 * c_.cost.elementwise_efficiency;
-  const double t_flops = flops > 0 ? flops / rate_flops(op, sparse_kernel) : 0.0;
-  const double t_bytes = op.bytes > 0 ? double(op.bytes) / hbm : 0.0;
+  const double t_flops = flops > 0 ? flops / rate_flops(kind, sparse) : 0.0;
+  const double t_bytes = bytes > 0 ? bytes / hbm : 0.0;
   return c_.cost.kernel_launch_us * 1e-6 + std::max(t_flops, t_bytes);
+}
+
+double CostModel::compute_seconds(const schedule::Op& op) const {
+  return seconds(op.kind, op.flops, double(op.blocks), double(op.bytes));
+}
+
+double CostModel::attention_seconds(double flops, double blocks, bool backward) const {
+  return seconds(backward ? OpKind::attn_bwd : OpKind::attn_fwd, flops, blocks, 0);
 }
 
 double CostModel::link_rate_Bps(const Link& l) const {

@@ -66,6 +66,14 @@ class CostModel {
   // sparse_block_efficiency times the dense rate.
   double compute_seconds(const schedule::Op& op) const;
 
+  // The same for an attention tile kernel given by its allowed-pair FLOPs and
+  // computed tiles, without an Op: what `ringmaster imbalance` charges a ring
+  // step, so that it and `simulate` share one attention-seconds path.
+  double attention_seconds(double flops, double blocks, bool backward) const;
+  // The rule "this attention op is a sparse-index kernel": its allowed pairs
+  // fill less than kSparseKernelFill of the tiles it computes (blocks > 0).
+  bool sparse_kernel(double flops, double blocks, bool backward) const;
+
   // Effective bytes/s of a link: bandwidth x its class's efficiency.
   double link_rate_Bps(const Link& l) const;
   double link_latency_s(const Link& l) const { return l.latency_us * 1e-6; }
@@ -93,7 +101,9 @@ class CostModel {
   const Cluster& cluster() const { return c_; }
 
  private:
-  double rate_flops(const schedule::Op& op, bool sparse_kernel) const;
+  double rate_flops(schedule::OpKind kind, bool sparse_kernel) const;
+  double tile_flops(double blocks, bool backward) const;
+  double seconds(schedule::OpKind kind, double flops, double blocks, double bytes) const;
   Cluster c_;
   TileShape tile_;
   double local_rate_ = 0;

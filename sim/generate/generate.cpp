@@ -93,8 +93,9 @@ void training_step(StepContext& ctx, RankDeps& ready) {
 
 }  // namespace
 
-schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const Topology& topo) {
-  StepContext ctx(e, patterns, topo);
+schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const Topology& topo,
+                                 placement::WorkCache* cache) {
+  StepContext ctx(e, patterns, topo, cache);
   RankDeps ready(size_t(e.parallel.world()));
   switch (e.scope) {
     case Scope::attention_fwd: emit_attention(ctx, {Phase::forward, 0, false, false}, ready); break;

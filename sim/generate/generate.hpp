@@ -8,15 +8,18 @@
 #pragma once
 
 #include "sim/config/experiment.hpp"
+#include "sim/placement/work_cache.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/sparsity/sparsity_model.hpp"
 #include "sim/topology/topology.hpp"
 
 namespace rm::generate {
 
-// Throws std::invalid_argument when the experiment cannot be laid out (e.g. a
+// Throws rm::ConfigError when the experiment cannot be laid out (e.g. a
 // hierarchical ring whose context group spans nodes unevenly),
 // schedule::ScheduleError if the result does not validate.
-schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const Topology& topo);
+// `cache` (may be null) supplies partitions and pair costs (placement/work_cache.hpp).
+schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const Topology& topo,
+                                 placement::WorkCache* cache = nullptr);
 
 }  // namespace rm::generate

@@ -2,23 +2,20 @@
 
 #include <fmt/format.h>
 
-#include "sim/placement/context_partition.hpp"
-
 namespace rm::generate {
 
 using schedule::OpKind;
 using schedule::StreamKind;
 
-StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityModel& patterns, const Topology& topology)
+StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityModel& patterns, const Topology& topology,
+                         placement::WorkCache* cache)
     : e(experiment),
       topo(topology),
       patterns_dynamic(patterns.dynamic()),
       map(experiment.parallel),
       kind(make_attention_kind(experiment)),
-      work(patterns, experiment.model, experiment.parallel.hp,
-           partition_for(experiment.parallel.partition, experiment, patterns),
-           {experiment.workload.block_q, experiment.workload.block_k}),
-      b(experiment.resolved, generator_name(experiment, work.sparse())) {
+      work(experiment, patterns, cache),
+      b(experiment.resolved, generator_name(experiment)) {
   const Parallel& p = e.parallel;
   coord.resize(size_t(p.world()));
   for (int d = 0; d < p.dp; ++d)

@@ -37,7 +37,9 @@ struct RankStreams {
 };
 
 struct StepContext {
-  StepContext(const Experiment& experiment, const sparsity::SparsityModel& patterns, const Topology& topology);
+  // `cache` (may be null) supplies partitions and pair costs (placement/work_cache.hpp).
+  StepContext(const Experiment& experiment, const sparsity::SparsityModel& patterns, const Topology& topology,
+              placement::WorkCache* cache = nullptr);
 
   int rank(int d, int h, int c) const { return map.gpu(d, h, c); }
   const RingLayout& layout(int d, int h) const { return layouts[size_t(d * e.parallel.hp + h)]; }

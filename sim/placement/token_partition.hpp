@@ -4,7 +4,7 @@
 //   stripe      g-token chunks dealt round robin: chunk b goes to rank b mod cp (MTraining, g = 128)
 //   balanced    ours: stripe chunks, but each period of cp chunks is dealt forward or
 //               backward, chosen greedily so per-rank work (from the sparsity model)
-//               stays even; see docs/placement.md for where it wins and loses.
+//               stays even; docs/imbalance.md ("Partitions") says where it wins and loses.
 // A context rank's head group then splits its tokens further: sequence_shard().
 #pragma once
 

@@ -1,43 +1,18 @@
 #include "sim/report/imbalance.hpp"
 
 #include <algorithm>
-#include <map>
 #include <numeric>
 
 #include <fmt/format.h>
 
 #include "sim/cost/attention_cost.hpp"
+#include "sim/cost/cost_model.hpp"
+#include "sim/placement/attention_kind.hpp"
 #include "sim/placement/device_map.hpp"
-#include "sim/placement/context_partition.hpp"
-#include "sim/placement/token_partition.hpp"
 
-namespace rm {
+namespace rm::report {
 
 namespace {
-
-sparsity::BlockShape shape_of(const Experiment& e) { return {e.workload.block_q, e.workload.block_k}; }
-
-// Heads with identical masks share one pattern object, so costs are cached by it.
-using PairCache = std::map<const sparsity::HeadPattern*, std::vector<sparsity::TileCost>>;
-
-// Per-rank-pair costs of one layer, summed over the heads that head rank h holds.
-std::vector<sparsity::TileCost> layer_pair_costs(const sparsity::SparsityModel& m, int layer, const HeadShard& hs,
-                                                 const std::vector<sparsity::TokenSet>& ranks,
-                                                 sparsity::BlockShape shape, PairCache& cache) {
-  const size_t W = ranks.size();
-  std::vector<sparsity::TileCost> sum(W * W);
-  for (int h = hs.first_head; h < hs.first_head + hs.heads; ++h) {
-    const auto* pat = &m.head(layer, h);
-    auto it = cache.find(pat);
-    if (it == cache.end()) it = cache.emplace(pat, sparsity::pair_costs(*pat, ranks, shape)).first;
-    const auto& c = it->second;
-    for (size_t i = 0; i < W * W; ++i) {
-      sum[i].blocks += c[i].blocks;
-      sum[i].nnz += c[i].nnz;
-    }
-  }
-  return sum;
-}
 
 struct Ratios {
   double worker, step, max_sum, mean_sum, step_max_sum;
@@ -62,32 +37,62 @@ Ratios ratios(const std::vector<std::vector<double>>& work) {
   return {max_total / mean_total, step_max / mean_total, max_total, mean_total, step_max};
 }
 
+double total(const std::vector<std::vector<double>>& work) {
+  double t = 0;
+  for (const auto& row : work) t += std::accumulate(row.begin(), row.end(), 0.0);
+  return t;
+}
+
+// The context rank that sends c its K/V for step k >= 1, as the ring emitter
+// moves it: the inner predecessor inside a round, the outer one at a round's start.
+int sender(const placement::RingLayout& l, const std::vector<std::pair<int, int>>& pos, int c, int k) {
+  const auto [o, i] = pos[size_t(c)];
+  const int O = l.outer(), I = l.inner();
+  return k % I != 0 ? l.rings[size_t(o)][size_t((i - 1 + I) % I)] : l.rings[size_t((o - 1 + O) % O)][size_t(i)];
+}
+
 }  // namespace
 
 ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityModel& m, const Topology& topo,
-                                 const std::vector<Partition>& partitions, const Progress& progress) {
+                                 const std::vector<Partition>& partitions, const Progress& progress,
+                                 placement::WorkCache* cache) {
   const auto& P = e.parallel;
-  const auto shape = shape_of(e);
+  const sparsity::BlockShape shape{e.workload.block_q, e.workload.block_k};
+  placement::WorkCache own;
+  placement::WorkCache& work = cache ? *cache : own;
+  const cost::CostModel cost = cost::CostModel::for_experiment(e);
   ImbalanceReport rep;
   for (int l = 0; l < m.layers(); ++l) rep.block_sparsity += m.block_sparsity(l, shape) / m.layers();
 
+  // Every head rank's context group (data-parallel replicas repeat the same work).
   const DeviceMap dm(P);
-  const auto group = dm.context_group(0, 0);
-  RingHierarchy hier;
-  if (P.ring == RingKind::hierarchical) hier = node_local_rings(group, topo);
-  const auto src = ring_sources(P.ring, P.cp, P.window, P.placement == PlacementOrder::interleaved,
-                                P.ring == RingKind::hierarchical ? &hier : nullptr);
-  const int K = P.cp;
+  const auto kind = placement::make_attention_kind(e);
+  std::vector<std::vector<int>> groups;
+  std::vector<placement::RingLayout> layouts;
+  for (int h = 0; h < P.hp; ++h) {
+    groups.push_back(dm.context_group(0, h));
+    layouts.push_back(kind->layout(groups.back(), topo));
+  }
+  const int K = P.cp, G = P.hp * P.cp;
 
-  // Who sends rank r its K/V for step k: the rank that held that block at step k-1.
-  std::vector<std::vector<int>> sender(static_cast<size_t>(K), std::vector<int>(size_t(P.cp), -1));
-  for (int k = 1; k < K; ++k)
-    for (int r = 0; r < P.cp; ++r)
-      for (int q = 0; q < P.cp; ++q)
-        if (src[size_t(k - 1)][size_t(q)] == src[size_t(k)][size_t(r)]) sender[size_t(k)][size_t(r)] = q;
-
-  const bool sparse = rep.block_sparsity > 0.01;
-  const double flops_per_block = cost::attention_fwd_flops_per_block(shape.bq, shape.bk, e.model.head_dim);
+  // The slowest K/V transfer into each step k >= 1, contention-free; all head
+  // ranks hold as many KV heads, so head rank 0 sizes the message.
+  const double bytes =
+      cost::kv_bytes(e.workload.seq_len / P.cp, head_shard(e.model, P.hp, 0).kv_heads, e.model.head_dim,
+                     e.workload.batch);
+  std::vector<double> transfer(static_cast<size_t>(K), 0.0);
+  for (int h = 0; h < P.hp; ++h) {
+    const auto& l = layouts[size_t(h)];
+    std::vector<std::pair<int, int>> pos(static_cast<size_t>(P.cp));
+    for (int o = 0; o < l.outer(); ++o)
+      for (int i = 0; i < l.inner(); ++i) pos[size_t(l.rings[size_t(o)][size_t(i)])] = {o, i};
+    for (int k = 1; k < K; ++k)
+      for (int c = 0; c < P.cp; ++c) {
+        const int from = groups[size_t(h)][size_t(sender(l, pos, c, k))], to = groups[size_t(h)][size_t(c)];
+        transfer[size_t(k)] = std::max(transfer[size_t(k)], cost.transfer_seconds(topo, from, to, bytes));
+      }
+  }
+  const double kv_transfer = *std::max_element(transfer.begin(), transfer.end());
 
   int done = 0;
   const int total_work = int(partitions.size()) * m.layers() * P.hp;
@@ -102,40 +107,33 @@ ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityMo
       continue;
     }
     if (progress) progress(fmt::format("{}: partitioning", to_string(part)), done, total_work);
-    const auto ranks = partition_for(part, e, m);
+    const auto& ranks = work.partition(part, e, m);
 
     PartitionImbalance pi;
     pi.partition = part;
-    PairCache cache;
-    // K/V bytes of one step for head rank 0 (all head ranks hold the same KV count).
-    const HeadShard hs0 = head_shard(e.model, P.hp, 0);
-    const double bytes = cost::kv_bytes(S / P.cp, hs0.kv_heads, e.model.head_dim, e.workload.batch);
-    std::vector<double> transfer(static_cast<size_t>(K), 0.0);
-    for (int k = 1; k < K; ++k)
-      for (int r = 0; r < P.cp; ++r) {
-        const int from = group[size_t(sender[size_t(k)][size_t(r)])], to = group[size_t(r)];
-        const auto& route = topo.route(from, to);
-        const double eff = route.slowest == LinkClass::nvlink ? e.cluster.cost.nvlink_efficiency
-                           : route.slowest == LinkClass::pcie ? e.cluster.cost.pcie_efficiency
-                                                              : e.cluster.cost.network_efficiency;
-        const double t = route.latency_us * 1e-6 + bytes / (route.bottleneck_GBps * 1e9 * eff);
-        transfer[size_t(k)] = std::max(transfer[size_t(k)], t);
-      }
-    pi.kv_transfer_seconds = *std::max_element(transfer.begin(), transfer.end());
-
+    pi.kv_transfer_seconds = kv_transfer;
     double sum_max_w = 0, sum_mean_w = 0, sum_step_w = 0;
     double sum_max_n = 0, sum_mean_n = 0, sum_step_n = 0;
     for (int l = 0; l < m.layers(); ++l) {
-      // work[(h, r)][k] over every GPU of the context groups of all head ranks.
-      std::vector<std::vector<double>> wb(static_cast<size_t>(P.hp * P.cp), std::vector<double>(size_t(K)));
-      std::vector<std::vector<double>> wn = wb;
+      // Per GPU (h, c) of d = 0 and ring step k: computed blocks, non-zeros, and
+      // the attn_fwd op's seconds as the schedule would carry it.
+      std::vector<std::vector<double>> wb(static_cast<size_t>(G), std::vector<double>(size_t(K)));
+      std::vector<std::vector<double>> wn = wb, secs = wb;
+      double flops_sum = 0, blocks_sum = 0;  // batch included, as on the ops
       for (int h = 0; h < P.hp; ++h) {
-        const auto costs = layer_pair_costs(m, l, head_shard(e.model, P.hp, h), ranks, shape, cache);
-        for (int r = 0; r < P.cp; ++r)
+        const auto costs = work.head_rank_pairs(m, l, head_shard(e.model, P.hp, h), ranks, shape);
+        const auto& src = layouts[size_t(h)].sources;
+        for (int c = 0; c < P.cp; ++c)
           for (int k = 0; k < K; ++k) {
-            const auto& c = costs[size_t(r) * size_t(P.cp) + size_t(src[size_t(k)][size_t(r)])];
-            wb[size_t(h * P.cp + r)][size_t(k)] = double(c.blocks);
-            wn[size_t(h * P.cp + r)][size_t(k)] = double(c.nnz);
+            const auto& t = costs[size_t(c) * size_t(P.cp) + size_t(src[size_t(k)][size_t(c)])];
+            const size_t g = size_t(h * P.cp + c);
+            const double flops = cost::attention_flops(t.nnz, e.model.head_dim, e.workload.batch, false);
+            const double blocks = double(t.blocks * e.workload.batch);
+            wb[g][size_t(k)] = double(t.blocks);
+            wn[g][size_t(k)] = double(t.nnz);
+            secs[g][size_t(k)] = cost.attention_seconds(flops, blocks, false);
+            flops_sum += flops;
+            blocks_sum += blocks;
           }
         if (progress) progress(fmt::format("{}: layer {}/{}", to_string(part), l + 1, m.layers()), ++done, total_work);
       }
@@ -145,15 +143,17 @@ ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityMo
       li.step = rb.step;
       li.worker_nnz = rn.worker;
       li.step_nnz = rn.step;
-      for (const auto& row : wb) li.blocks += std::accumulate(row.begin(), row.end(), 0.0);
-      li.step_seconds = cost::attention_fwd_seconds(e.cluster, rb.step_max_sum * flops_per_block, sparse);
-      li.ideal_seconds = cost::attention_fwd_seconds(e.cluster, rb.mean_sum * flops_per_block, sparse);
-      for (int k = 0; k + 1 < K; ++k) {
-        double mx = 0;
-        for (const auto& row : wb) mx = std::max(mx, row[size_t(k)]);
-        const double compute = cost::attention_fwd_seconds(e.cluster, mx * flops_per_block, sparse);
-        ++li.transfer_steps;
-        if (compute < transfer[size_t(k + 1)]) ++li.overlap_lost_steps;
+      li.blocks = total(wb);
+      const double per_op = double(G) * double(K);
+      li.ideal_seconds = double(K) * cost.attention_seconds(flops_sum / per_op, blocks_sum / per_op, false);
+      for (int k = 0; k < K; ++k) {
+        double slowest = 0;
+        for (const auto& row : secs) slowest = std::max(slowest, row[size_t(k)]);
+        li.step_seconds += slowest;
+        if (k + 1 < K) {
+          ++li.transfer_steps;
+          if (slowest < transfer[size_t(k + 1)]) ++li.overlap_lost_steps;
+        }
       }
       sum_max_w += rb.max_sum;
       sum_mean_w += rb.mean_sum;
@@ -179,4 +179,4 @@ ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityMo
   return rep;
 }
 
-}  // namespace rm
+}  // namespace rm::report

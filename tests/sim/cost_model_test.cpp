@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <random>
 
 #include "sim/config/config_store.hpp"
 #include "sim/cost/cost_model.hpp"
@@ -52,6 +54,30 @@ TEST(CostModel, AttentionPaysForEveryComputedTile) {
   // Without blocks, flops alone decide, at the dense rate.
   const double f = 312e12 * 0.55 * 1e-3;
   EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_fwd, f, 0)), 1e-3 + 5e-6, 1e-12);
+}
+
+TEST(CostModel, AttentionSecondsIsComputeSecondsWithoutAnOp) {
+  // One attention-seconds path: for random tile kernels, the Op-free entry point
+  // (what `imbalance` charges) equals compute_seconds, and the sparse-kernel rule
+  // is the fill threshold on both sides of it.
+  CostModel m(a100());
+  const double per_tile = 4.0 * 128 * 64 * 128;
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> fill(0.0, 1.2);
+  for (int trial = 0; trial < 500; ++trial) {
+    const bool bwd = trial % 2 == 1;
+    const int64_t blocks = int64_t(rng() % 100000);
+    const double ratio = bwd ? 2.5 : 1.0;
+    const double flops = fill(rng) * double(blocks) * per_tile * ratio;
+    const schedule::Op o = op(bwd ? OpKind::attn_bwd : OpKind::attn_fwd, flops, blocks);
+    ASSERT_EQ(m.attention_seconds(flops, double(blocks), bwd), m.compute_seconds(o)) << trial;
+    const bool sparse = m.sparse_kernel(flops, double(blocks), bwd);
+    EXPECT_EQ(sparse, blocks > 0 && flops < kSparseKernelFill * double(blocks) * per_tile * ratio);
+    const double rate = 312e12 * (bwd ? 0.40 : 0.55) * (sparse ? 0.8 : 1.0);
+    EXPECT_NEAR(m.compute_seconds(o), 5e-6 + std::max(flops, double(blocks) * per_tile * ratio) / rate,
+                1e-12 * m.compute_seconds(o));
+  }
+  EXPECT_FALSE(m.sparse_kernel(1e9, 0, false));  // no tiles: not a tile kernel at all
 }
 
 TEST(CostModel, ElementwiseIsARooflineOverHbm) {

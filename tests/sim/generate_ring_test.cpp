@@ -139,7 +139,7 @@ INSTANTIATE_TEST_SUITE_P(Generators, EveryGenerator, ::testing::ValuesIn(kCases)
 TEST(RingGenerator, FourRankForwardHasFourComputesThreeSendsThreeRecvs) {
   auto e = small_experiment({"parallel.cp=4", "scope=attention_fwd"});
   auto g = testing::generate(e, testing::model_of(e, sparsity::HeadPattern::dense_causal()));
-  EXPECT_EQ(g.s.generator, "ring");
+  EXPECT_EQ(g.s.generator, "contiguous-ring");
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(count(g.s, r, OpKind::attn_fwd), 4);
     EXPECT_EQ(count(g.s, r, OpKind::send), 3);
@@ -181,11 +181,11 @@ TEST(RingGenerator, BackwardSendsDkvEveryStepAndKvOnAllButTheLast) {
 TEST(RingGenerator, StripePartitionShufflesInAndOut) {
   auto e = small_experiment({"parallel.cp=4", "parallel.partition=stripe", "scope=attention_fwd"});
   auto g = testing::generate(e, testing::model_of(e, testing::vertical_slash_pattern()));
-  EXPECT_EQ(g.s.generator, "balanced_sparse_ring");
+  EXPECT_EQ(g.s.generator, "stripe-ring");
   for (int r = 0; r < 4; ++r) EXPECT_EQ(count(g.s, r, OpKind::all_to_all), 2);
   auto dense = small_experiment({"parallel.cp=4", "parallel.partition=zigzag", "scope=attention_fwd"});
   auto z = testing::generate(dense, testing::model_of(dense, sparsity::HeadPattern::dense_causal()));
-  EXPECT_EQ(z.s.generator, "zigzag_ring");
+  EXPECT_EQ(z.s.generator, "zigzag-ring");
   EXPECT_EQ(count(z.s, 0, OpKind::all_to_all), 0);
 }
 

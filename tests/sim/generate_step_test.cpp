@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "generate_support.hpp"
+#include "sim/pipeline/pipeline.hpp"
 #include "sim/placement/device_map.hpp"
 
 namespace rm::generate {
@@ -58,7 +59,7 @@ TEST(HierarchicalRing, OuterTransferPostedBeforeTheInnerRingAndAwaitedAfter) {
   auto e = small_experiment({"parallel.cp=16", "parallel.partition=stripe", "parallel.ring=hierarchical",
                              "scope=attention_fwd"});
   auto g = testing::generate(e, testing::model_of(e, testing::vertical_slash_pattern()));
-  EXPECT_EQ(g.s.generator, "hierarchical_balanced_sparse_ring");
+  EXPECT_EQ(g.s.generator, "stripe-hierarchical");
   const int inner = e.cluster.gpus_per_node;  // 8 GPUs per node: 2 rounds of 8 steps
   for (int r = 0; r < 16; ++r) {
     const auto& streams = g.s.ranks[size_t(r)].streams;
@@ -133,7 +134,7 @@ TEST(Step, GradientCollectivesFollowZeroStage) {
 TEST(Step, BalancedPartitionUsesTheSparsityAwarePartition) {
   auto e = small_experiment({"parallel.cp=4", "parallel.partition=balanced", "scope=attention_fwd"});
   auto g = testing::generate(e, testing::model_of(e, testing::vertical_slash_pattern()));
-  EXPECT_EQ(g.s.generator, "balanced_partition_ring");
+  EXPECT_EQ(g.s.generator, "balanced-ring");
   EXPECT_EQ(count(g.s, 0, OpKind::all_to_all), 2);
 }
 
@@ -142,12 +143,10 @@ TEST(Step, BalancedPartitionUsesTheSparsityAwarePartition) {
 // step's generation time is measured outside the test suite.
 TEST(Step, DefaultExperimentShape) {
   auto e = load_experiment(ConfigStore({std::string(RINGMASTER_SOURCE_DIR) + "/configs"}), "", {"model.layers=4"});
-  auto m = sparsity::build_sparsity(e.workload.pattern, e.workload.pattern_source,
-                                    {e.model.layers, e.model.heads, e.model.kv_heads, e.workload.seq_len,
-                                     e.workload.seed, e.workload.pattern_base_dir});
+  auto m = pipeline::build_patterns(e);
   Topology topo(e.cluster);
   auto s = generate_step(e, m, topo);
-  EXPECT_EQ(s.generator, "hierarchical_balanced_sparse_ring");
+  EXPECT_EQ(s.generator, "stripe-hierarchical");
   EXPECT_EQ(int(s.ranks.size()), 32);
   EXPECT_EQ(count(s, 0, OpKind::attn_bwd), 4 * 32);
   EXPECT_EQ(count(s, 0, OpKind::attn_fwd), 2 * 4 * 32);  // forward + full recomputation

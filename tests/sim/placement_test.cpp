@@ -2,11 +2,15 @@
 #include <random>
 #include <set>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "sim/config/config_store.hpp"
+#include "sim/config/json_reader.hpp"
+#include "sim/placement/attention_kind.hpp"
 #include "sim/placement/device_map.hpp"
 #include "sim/placement/token_partition.hpp"
+#include "sim/placement/work_cache.hpp"
 
 namespace rm {
 namespace {
@@ -142,15 +146,6 @@ TEST(Placement, LoongTrainContextFirstChunkMap) {
   EXPECT_EQ(o, want);
 }
 
-TEST(Placement, DoubleRingWindows) {
-  auto w = double_ring_windows(16, 4, true);
-  std::vector<std::vector<int>> want = {{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}};
-  EXPECT_EQ(w, want);
-  auto plain = double_ring_windows(8, 4, false);
-  EXPECT_EQ(plain, (std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}}));
-  EXPECT_THROW(double_ring_windows(8, 3, false), std::invalid_argument);
-}
-
 TEST(Placement, HeadShardsReplicateKvWhenHpExceedsKvHeads) {
   Model m;
   m.heads = 16;
@@ -190,31 +185,157 @@ TEST(Placement, DeviceMapsAreBijections) {
   EXPECT_EQ(hf.head_group(0, 1), (std::vector<int>{4, 5, 6, 7}));  // head group on one node
 }
 
-TEST(Placement, NodeLocalRingsAndRingSourcesVisitEveryBlockOnce) {
+// An experiment of `cp` context ranks and ring kind `ring`, no config files needed.
+Experiment ring_experiment(int cp, RingKind ring, int window = 1, PlacementOrder order = PlacementOrder::head_first) {
+  Experiment e;
+  e.source = "exp.json";
+  e.parallel.cp = cp;
+  e.parallel.ring = ring;
+  e.parallel.window = window;
+  e.parallel.placement = order;
+  return e;
+}
+
+Topology four_nodes_of_eight() {
   auto c = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "test");
-  Topology topo(parse_cluster(JsonReader(c.json, c.source)));
-  std::vector<int> group(32);
-  for (int i = 0; i < 32; ++i) group[size_t(i)] = i;
-  auto h = node_local_rings(group, topo);
-  EXPECT_EQ(h.outer_size(), 4);
-  EXPECT_EQ(h.inner_size(), 8);
-  EXPECT_EQ(h.inner[1].front(), 8);
-  for (RingKind kind : {RingKind::ring, RingKind::double_ring, RingKind::hierarchical}) {
-    auto src = ring_sources(kind, 32, 4, false, &h);
-    for (int r = 0; r < 32; ++r) {
-      std::set<int> seen;
-      for (int k = 0; k < 32; ++k) seen.insert(src[size_t(k)][size_t(r)]);
-      EXPECT_EQ(seen.size(), 32u);
-      EXPECT_EQ(src[0][size_t(r)], r);
+  return Topology(parse_cluster(JsonReader(c.json, c.source)));
+}
+
+std::vector<int> first_gpus(int n) {
+  std::vector<int> g(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) g[size_t(i)] = i;
+  return g;
+}
+
+TEST(AttentionKinds, OneRegisteredKindPerRingKeyAndLocal) {
+  std::set<std::string> names;
+  for (const auto& k : placement::attention_kinds()) names.insert(std::string(k.name));
+  EXPECT_EQ(names, (std::set<std::string>{"local", "ring", "double_ring", "hierarchical"}));
+  const Topology topo = four_nodes_of_eight();
+  for (RingKind r : {RingKind::ring, RingKind::double_ring, RingKind::hierarchical}) {
+    EXPECT_EQ(placement::attention_kind_name(ring_experiment(8, r, 4)), to_string(r));
+    EXPECT_EQ(placement::attention_kind_name(ring_experiment(1, r, 1)), "local");
+    // Each row's layout holds the group: one ring of one for local, cp ranks otherwise.
+    const auto l = placement::make_attention_kind(ring_experiment(8, r, 4))->layout(first_gpus(8), topo);
+    EXPECT_EQ(l.outer() * l.inner(), 8) << to_string(r);
+    EXPECT_EQ(placement::make_attention_kind(ring_experiment(1, r, 1))->layout(first_gpus(1), topo).rings,
+              (std::vector<std::vector<int>>{{0}}));
+  }
+}
+
+TEST(AttentionKinds, DoubleRingWindowsPlainAndInterleaved) {
+  const Topology topo = four_nodes_of_eight();
+  auto rings = [&](int cp, int w, PlacementOrder order) {
+    return placement::make_attention_kind(ring_experiment(cp, RingKind::double_ring, w, order))
+        ->layout(first_gpus(cp), topo)
+        .rings;
+  };
+  EXPECT_EQ(rings(16, 4, PlacementOrder::interleaved),
+            (std::vector<std::vector<int>>{{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}}));
+  EXPECT_EQ(rings(8, 4, PlacementOrder::head_first), (std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+}
+
+TEST(AttentionKinds, HierarchicalRingsAreTheNodes) {
+  const auto l = placement::make_attention_kind(ring_experiment(32, RingKind::hierarchical))
+                     ->layout(first_gpus(32), four_nodes_of_eight());
+  ASSERT_EQ(l.outer(), 4);
+  ASSERT_EQ(l.inner(), 8);
+  EXPECT_EQ(l.rings[1].front(), 8);
+  EXPECT_EQ(l.sources[1][9], 8);   // inner step: from the previous rank on the node
+  EXPECT_EQ(l.sources[8][9], 1);   // outer step: the same position one node back
+}
+
+TEST(AttentionKinds, LayoutErrorsAreConfigErrorsNamingTheKey) {
+  const Topology topo = four_nodes_of_eight();
+  auto message = [&](const Experiment& e, int gpus) -> std::string {
+    try {
+      placement::make_attention_kind(e)->layout(first_gpus(gpus), topo);
+    } catch (const ConfigError& err) {
+      return err.what();
     }
-    // At every step, every KV block is used by exactly one rank.
-    for (int k = 0; k < 32; ++k) {
-      std::set<int> seen(src[size_t(k)].begin(), src[size_t(k)].end());
-      EXPECT_EQ(seen.size(), 32u);
+    return "no error";
+  };
+  EXPECT_THAT(message(ring_experiment(8, RingKind::double_ring, 3), 8),
+              ::testing::StartsWith("exp.json: $.parallel.window: expected a divisor of cp (8), got 3"));
+  EXPECT_THAT(message(ring_experiment(12, RingKind::hierarchical), 12),
+              ::testing::StartsWith("exp.json: $.parallel.ring: hierarchical needs as many context ranks on every node"));
+  EXPECT_THAT(message(ring_experiment(12, RingKind::hierarchical), 12), ::testing::HasSubstr("8 on node 0 and 4 on node 1"));
+  EXPECT_EQ(message(ring_experiment(16, RingKind::hierarchical), 16), "no error");
+}
+
+TEST(RingLayout, SourcesMoveOneRingPositionPerStepOnRandomLayouts) {
+  // Oracle: the ring emitter's movement. Inside a round rank (o, i) receives the
+  // block its inner predecessor (o, i-1) held one step before; at a round's start
+  // the block its outer predecessor (o-1, i) started the previous round with.
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int O = 1 + int(rng() % 5), I = 1 + int(rng() % 6), cp = O * I;
+    std::vector<int> perm = first_gpus(cp);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    std::vector<std::vector<int>> rings(static_cast<size_t>(O));
+    for (int o = 0; o < O; ++o) rings[size_t(o)].assign(perm.begin() + o * I, perm.begin() + (o + 1) * I);
+    const auto l = placement::layout_of_rings(rings);
+    ASSERT_EQ(l.rings, rings);
+    ASSERT_EQ(int(l.sources.size()), cp);
+    for (int o = 0; o < O; ++o)
+      for (int i = 0; i < I; ++i) {
+        const size_t c = size_t(rings[size_t(o)][size_t(i)]);
+        const size_t inner_prev = size_t(rings[size_t(o)][size_t((i + I - 1) % I)]);
+        const size_t outer_prev = size_t(rings[size_t((o + O - 1) % O)][size_t(i)]);
+        EXPECT_EQ(l.sources[0][c], int(c));
+        std::set<int> seen;
+        for (int k = 0; k < cp; ++k) {
+          seen.insert(l.sources[size_t(k)][c]);
+          if (k % I != 0) {
+            EXPECT_EQ(l.sources[size_t(k)][c], l.sources[size_t(k - 1)][inner_prev]);
+          } else if (k > 0) {
+            EXPECT_EQ(l.sources[size_t(k)][c], l.sources[size_t(k - I)][outer_prev]);
+          }
+        }
+        EXPECT_EQ(int(seen.size()), cp) << "rank " << c << " misses a block";
+      }
+    for (const auto& step : l.sources) EXPECT_EQ(std::set<int>(step.begin(), step.end()).size(), size_t(cp));
+  }
+  EXPECT_EQ(placement::layout_of_rings({{0, 1, 2, 3}}).sources[1], (std::vector<int>{3, 0, 1, 2}));
+  EXPECT_THROW(placement::layout_of_rings({{0, 1}, {2}}), std::invalid_argument);
+  EXPECT_THROW(placement::layout_of_rings({{0, 1}, {1, 2}}), std::invalid_argument);
+  EXPECT_THROW(placement::layout_of_rings({}), std::invalid_argument);
+}
+
+TEST(WorkCache, CountsEachPatternAndPartitionOnce) {
+  const int64_t S = 4096;
+  const auto dense = std::make_shared<const sparsity::HeadPattern>(sparsity::HeadPattern::dense_causal());
+  const auto window = std::make_shared<const sparsity::HeadPattern>(sparsity::HeadPattern::sliding_window(300));
+  // Two layers of four heads; heads share two pattern objects.
+  const sparsity::SparsityModel m("t", 2, 4, S, false, {dense, window, dense, window, window, window, dense, dense});
+  Experiment e = ring_experiment(4, RingKind::ring);
+  e.workload.seq_len = S;
+  e.parallel.stripe_tokens = 64;
+  e.model.heads = 4;
+  e.model.kv_heads = 4;
+  placement::WorkCache cache;
+  const sparsity::BlockShape shape{64, 64};
+  for (Partition p : {Partition::contiguous, Partition::stripe, Partition::balanced}) {
+    e.parallel.partition = p;
+    const auto& ranks = cache.partition(p, e, m);
+    EXPECT_EQ(&ranks, &cache.partition(p, e, m));
+    for (int layer = 0; layer < 2; ++layer) {
+      const auto sum = cache.head_rank_pairs(m, layer, head_shard(e.model, 2, 1), ranks, shape);
+      std::vector<sparsity::TileCost> want(16);
+      for (int h = 2; h < 4; ++h) {
+        const auto direct = sparsity::pair_costs(m.head(layer, h), ranks, shape);
+        for (size_t i = 0; i < want.size(); ++i) want[i] += direct[i];
+      }
+      EXPECT_EQ(sum, want) << to_string(p) << " layer " << layer;
     }
   }
-  auto flat = ring_sources(RingKind::ring, 4, 1, false, nullptr);
-  EXPECT_EQ(flat[1], (std::vector<int>{3, 0, 1, 2}));  // KV moves r -> r+1
+  EXPECT_EQ(cache.partition_builds(), 3);
+  EXPECT_EQ(cache.pair_cost_builds(), 3 * 2);  // per partition, the two distinct pattern objects
+  // An equal partition handed in from outside shares the cached counts.
+  cache.pair_costs(*dense, simple_partition(Partition::contiguous, S, 4, 64), shape);
+  EXPECT_EQ(cache.pair_cost_builds(), 6);
+  cache.pair_costs(*dense, simple_partition(Partition::zigzag, S, 4, 64), shape);
+  EXPECT_EQ(cache.pair_cost_builds(), 7);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "sim/cost/model_flops.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/generate/generate.hpp"
+#include "sim/pipeline/pipeline.hpp"
 #include "sim/report/imbalance.hpp"
 #include "sim/report/step_report.hpp"
 #include "sim/sparsity/count.hpp"
@@ -276,14 +277,10 @@ Simulated simulate(std::vector<std::string> overrides) {
   std::vector<std::string> all{"workload.seq_len=16k", "parallel.cp=8", "cluster=h200-1x8", "parallel.ring=ring"};
   all.insert(all.end(), overrides.begin(), overrides.end());
   auto e = load_experiment(ConfigStore({std::string(RINGMASTER_SOURCE_DIR) + "/configs"}), "", all);
-  auto m = sparsity::build_sparsity(e.workload.pattern, e.workload.pattern_source,
-                                    {e.model.layers, e.model.heads, e.model.kv_heads, e.workload.seq_len,
-                                     e.workload.seed, e.workload.pattern_base_dir});
-  Topology t(e.cluster);
-  auto s = generate::generate_step(e, m, t);
-  auto tl = engine::simulate(s, t, cost::CostModel(e.cluster), engine::EngineKind::analytic);
-  auto r = make_step_report(e, s, tl);
-  return {std::move(e), std::move(m), std::move(s), std::move(tl), std::move(r)};
+  auto m = pipeline::build_patterns(e);
+  auto sim = pipeline::simulate_schedule(e, generate::generate_step(e, m, Topology(e.cluster)),
+                                         engine::EngineKind::analytic);
+  return {std::move(e), std::move(m), std::move(sim.schedule), std::move(sim.timeline), std::move(sim.report)};
 }
 
 void expect_consistent(const Simulated& x) {

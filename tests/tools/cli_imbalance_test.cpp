@@ -86,6 +86,19 @@ TEST(CliImbalance, BadInputIsOneLineAndNonZero) {
   }
 }
 
+TEST(CliImbalance, LayoutErrorsAreConfigErrorsForEveryCommand) {
+  // 12 context ranks over 8-GPU nodes: 8 on one node, 4 on the next.
+  for (const char* cmd : {"imbalance", "schedule", "simulate"}) {
+    auto r = run_cli(std::string(cmd) +
+                     " --set parallel.cp=12 --set parallel.ring=hierarchical --set workload.seq_len=48k"
+                     " --set model.layers=1 --set workload.pattern=dense-causal");
+    EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("$.parallel.ring: hierarchical needs as many context ranks on every node")) << cmd;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << cmd << ": " << r.err;
+    EXPECT_EQ(r.out, "") << cmd;
+  }
+}
+
 TEST(CliImbalance, UnwritableCsvLeavesNoFile) {
   auto r = run_cli("imbalance --set workload.seq_len=64k --partition stripe --csv /nonexistent-dir/out.csv");
   EXPECT_NE(r.exit_code, 0);

@@ -15,9 +15,8 @@
 #include "sim/config/experiment.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "sim/engine/engine.hpp"
-#include "sim/generate/generate.hpp"
+#include "sim/pipeline/pipeline.hpp"
 #include "sim/schedule/schedule_file.hpp"
-#include "sim/sparsity/sparsity_model.hpp"
 
 namespace {
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -38,14 +37,13 @@ int main(int argc, char** argv) {
   }
   using clock = std::chrono::steady_clock;
   const rm::Experiment e = rm::load_experiment(rm::ConfigStore{}, "", sets);
+  rm::pipeline::Session session;
   auto t0 = clock::now();
-  const auto patterns = rm::sparsity::build_sparsity(
-      e.workload.pattern, e.workload.pattern_source,
-      {e.model.layers, e.model.heads, e.model.kv_heads, e.workload.seq_len, e.workload.seed, e.workload.pattern_base_dir});
+  session.patterns(e);
   const double t_pattern = seconds_since(t0);
   const rm::Topology topo(e.cluster);
   t0 = clock::now();
-  const auto s = rm::generate::generate_step(e, patterns, topo);
+  const auto s = session.schedule(e);
   const double t_generate = seconds_since(t0);
 
   const std::string path = (std::filesystem::temp_directory_path() / "bench_default_step.json.gz").string();

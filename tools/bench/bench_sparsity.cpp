@@ -41,19 +41,6 @@ nlohmann::json default_pattern() {
   throw std::runtime_error("patterns/topp-synthetic.json is not embedded");
 }
 
-std::vector<TokenSet> partition(const std::string& kind, int64_t s, int w) {
-  std::vector<TokenSet> out;
-  for (int r = 0; r < w; ++r) {
-    if (kind == "stripe") out.push_back({{{r * 128, 128, w * 128, s / (w * 128)}}});
-    if (kind == "contiguous") out.push_back({{{r * (s / w), s / w, 0, 1}}});
-    if (kind == "zigzag") {
-      const int64_t c = s / (2 * w);
-      out.push_back({{{r * c, c, 0, 1}, {(2 * w - 1 - r) * c, c, 0, 1}}});
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,14 +65,14 @@ int main(int argc, char** argv) {
       lo = std::min(lo, sp), hi = std::max(hi, sp), mean += sp / model.layers();
     }
     std::printf("block sparsity (128x64): mean %.4f, densest layer %.4f, sparsest %.4f\n", mean, lo, hi);
-    for (const char* kind : {"stripe", "contiguous", "zigzag"}) {
-      const auto ranks = partition(kind, seq_len, w);
+    for (rm::Partition kind : {rm::Partition::stripe, rm::Partition::contiguous, rm::Partition::zigzag}) {
+      const auto ranks = rm::simple_partition(kind, seq_len, w, 128);
       int64_t blocks = 0, nnz = 0;
       Timer t;
       for (int l = 0; l < model.layers(); ++l)
         for (int h = 0; h < model.heads(); ++h)
           for (const auto& c : pair_costs(model.head(l, h), ranks, {})) blocks += c.blocks, nnz += c.nnz;
-      std::printf("pair_costs %-10s W=%d, all %d heads: %s  (blocks %lld, nnz %lld)\n", kind, w,
+      std::printf("pair_costs %-10s W=%d, all %d heads: %s  (blocks %lld, nnz %lld)\n", rm::to_string(kind), w,
                   model.layers() * model.heads(), t.str().c_str(), static_cast<long long>(blocks), static_cast<long long>(nnz));
     }
     {

@@ -6,15 +6,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "sim/report/imbalance.hpp"
-#include "sim/sparsity/sparsity_model.hpp"
+#include "sim/pipeline/pipeline.hpp"
+#include "sim/placement/attention_kind.hpp"
 #include "traces/text_file.hpp"
 #include "tools/cli/cli_common.hpp"
-#include "tools/cli/pipeline.hpp"
 
 namespace rm::cli {
 
 namespace {
+
+using report::ImbalanceReport;
+using report::LayerImbalance;
+using report::PartitionImbalance;
 
 struct Options {
   ExperimentOptions exp;
@@ -61,11 +64,10 @@ void run(const Options& o) {
   }
   ProgressLine progress(!o.exp.json);
   progress.update("building the sparsity pattern", 0, 1);
-  const auto model = build_patterns(e);
-  const Topology topo(e.cluster);
-  const ImbalanceReport rep = imbalance_report(e, model, topo, parts, [&](const std::string& what, int d, int t) {
-    progress.update(what, d, t);
-  });
+  pipeline::Session session;
+  const auto& model = session.patterns(e);
+  const ImbalanceReport rep =
+      session.imbalance(e, parts, [&](const std::string& what, int d, int t) { progress.update(what, d, t); });
 
   if (!o.csv.empty()) traces::write_text_file_atomic(o.csv, csv_of(rep));
 
@@ -93,9 +95,9 @@ void run(const Options& o) {
   }
 
   std::string out = fmt::format(
-      "experiment {}: {} tokens, {} x {} on {}, cp={} hp={}, {} ring, pattern {} (block sparsity {:.1f}%)\n\n",
+      "experiment {}: {} tokens, {} x {} on {}, cp={} hp={}, {} attention, pattern {} (block sparsity {:.1f}%)\n\n",
       e.name, e.workload.seq_len, e.model.name, e.model.layers, e.cluster.name, e.parallel.cp, e.parallel.hp,
-      to_string(e.parallel.ring), model.name(), 100 * rep.block_sparsity);
+      placement::attention_kind_name(e), model.name(), 100 * rep.block_sparsity);
   Table t({"partition", "worker", "step", "worker(nnz)", "step(nnz)", "attn fwd ms", "ideal ms", "ideal share",
            "overlap lost"});
   for (const auto& p : rep.partitions)

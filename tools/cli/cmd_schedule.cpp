@@ -7,10 +7,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "sim/generate/generate.hpp"
+#include "sim/pipeline/pipeline.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "tools/cli/cli_common.hpp"
-#include "tools/cli/pipeline.hpp"
 
 namespace rm::cli {
 
@@ -25,10 +24,10 @@ void run(const Options& o) {
   const Experiment e = o.exp.load();
   ProgressLine progress(!o.exp.json);
   progress.update("building the sparsity pattern", 0, 3);
-  const auto patterns = build_patterns(e);
-  const Topology topo(e.cluster);
+  pipeline::Session session;
+  session.patterns(e);
   progress.update("generating the schedule", 1, 3);
-  const schedule::Schedule s = generate::generate_step(e, patterns, topo);
+  const schedule::Schedule s = session.schedule(e);
   if (!o.out.empty()) {
     progress.update("writing " + o.out, 2, 3);
     schedule::write_schedule(s, o.out);

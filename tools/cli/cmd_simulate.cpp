@@ -8,13 +8,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "sim/cost/cost_model.hpp"
-#include "sim/engine/engine.hpp"
-#include "sim/generate/generate.hpp"
-#include "sim/report/step_report.hpp"
+#include "sim/pipeline/pipeline.hpp"
 #include "traces/chrome_trace.hpp"
 #include "tools/cli/cli_common.hpp"
-#include "tools/cli/pipeline.hpp"
 
 namespace rm::cli {
 
@@ -35,24 +31,25 @@ void run(const Options& o) {
 
   ProgressLine progress(!o.exp.json);
   Experiment e;
-  schedule::Schedule s;
+  schedule::Schedule in;
   if (!o.schedule_file.empty()) {
     progress.update("reading " + o.schedule_file, 0, 3);
-    auto loaded = load_schedule_file(o.schedule_file, o.exp.store());
+    auto loaded = pipeline::load_schedule_file(o.schedule_file, o.exp.store());
     e = std::move(loaded.experiment);
-    s = std::move(loaded.schedule);
+    in = std::move(loaded.schedule);
   } else {
     e = o.exp.load();
     progress.update("building the sparsity pattern", 0, 3);
-    const auto patterns = build_patterns(e);
+    pipeline::Session session;
+    session.patterns(e);
     progress.update("generating the schedule", 1, 3);
-    s = generate::generate_step(e, patterns, Topology(e.cluster));
+    in = session.schedule(e);
   }
-  const Topology topo(e.cluster);
-  progress.update(fmt::format("simulating {} ops ({})", s.ops.size(), o.engine), 2, 3);
-  traces::Timeline tl = engine::simulate(s, topo, cost::CostModel::for_experiment(e), *kind);
-  tl.metadata["experiment"] = e.name;
-  const report::StepReport rep = report::make_step_report(e, s, tl);
+  progress.update(fmt::format("simulating {} ops ({})", in.ops.size(), o.engine), 2, 3);
+  const pipeline::Simulation sim = pipeline::simulate_schedule(e, std::move(in), *kind);
+  const schedule::Schedule& s = sim.schedule;
+  const traces::Timeline& tl = sim.timeline;
+  const report::StepReport& rep = sim.report;
   if (!o.trace.empty()) {
     progress.update("writing " + o.trace, 3, 3);
     traces::write_chrome_trace(tl, o.trace);

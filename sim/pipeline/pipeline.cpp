@@ -1,0 +1,59 @@
+#include "sim/pipeline/pipeline.hpp"
+
+#include <fmt/format.h>
+
+#include "sim/cost/cost_model.hpp"
+#include "sim/generate/generate.hpp"
+#include "sim/schedule/schedule_file.hpp"
+#include "sim/topology/topology.hpp"
+
+namespace rm::pipeline {
+
+sparsity::SparsityModel build_patterns(const Experiment& e) {
+  const sparsity::PatternContext ctx{e.model.layers, e.model.heads, e.model.kv_heads, e.workload.seq_len,
+                                     e.workload.seed, e.workload.pattern_base_dir};
+  return sparsity::build_sparsity(e.workload.pattern, e.workload.pattern_source, ctx);
+}
+
+LoadedSchedule load_schedule_file(const std::string& path, const ConfigStore& store) {
+  schedule::Schedule s = schedule::read_schedule(path);
+  Experiment e = parse_experiment(s.experiment, path + " (its experiment)", "", store);
+  return {std::move(s), std::move(e)};
+}
+
+Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::EngineKind kind) {
+  traces::Timeline tl = engine::simulate(s, Topology(e.cluster), cost::CostModel::for_experiment(e), kind);
+  tl.metadata["experiment"] = e.name;
+  report::StepReport rep = report::make_step_report(e, s, tl);
+  return {std::move(s), std::move(tl), std::move(rep)};
+}
+
+const sparsity::SparsityModel& Session::patterns(const Experiment& e) {
+  // Everything build_patterns reads: the spec, where it came from (names and
+  // index files resolve against it), seq_len, seed and the model's shape.
+  const std::string key =
+      fmt::format("{}\n{}\n{}\n{} {} {} {} {}", e.workload.pattern.dump(), e.workload.pattern_source,
+                  e.workload.pattern_base_dir, e.workload.seq_len, e.workload.seed, e.model.layers, e.model.heads,
+                  e.model.kv_heads);
+  auto it = patterns_.find(key);
+  if (it == patterns_.end()) {
+    ++pattern_builds_;
+    it = patterns_.emplace(key, build_patterns(e)).first;
+  }
+  return it->second;
+}
+
+schedule::Schedule Session::schedule(const Experiment& e) {
+  return generate::generate_step(e, patterns(e), Topology(e.cluster), &work_);
+}
+
+Simulation Session::simulate(const Experiment& e, engine::EngineKind kind) {
+  return simulate_schedule(e, schedule(e), kind);
+}
+
+report::ImbalanceReport Session::imbalance(const Experiment& e, const std::vector<Partition>& partitions,
+                                           const report::Progress& progress) {
+  return report::imbalance_report(e, patterns(e), Topology(e.cluster), partitions, progress, &work_);
+}
+
+}  // namespace rm::pipeline

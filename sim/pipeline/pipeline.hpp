@@ -1,0 +1,61 @@
+// The experiment pipeline: experiment -> sparsity patterns -> Schedule ->
+// Timeline -> report, the one sequence the CLI, the benchmarks and the tests
+// run. A Session caches what many candidate configurations of one experiment
+// share: sparsity models (keyed by pattern spec, seq_len, seed and model
+// shape) and partitions and pair costs (placement::WorkCache), so evaluating
+// many variants builds each pattern and counts each distinct cost once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/config/experiment.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/placement/work_cache.hpp"
+#include "sim/report/imbalance.hpp"
+#include "sim/report/step_report.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "sim/sparsity/sparsity_model.hpp"
+#include "traces/timeline.hpp"
+
+namespace rm::pipeline {
+
+// The experiment's sparsity model, built afresh (Session::patterns caches it).
+sparsity::SparsityModel build_patterns(const Experiment& e);
+
+// Reads a Schedule file (validating it) and the experiment it carries.
+struct LoadedSchedule {
+  schedule::Schedule schedule;
+  Experiment experiment;
+};
+LoadedSchedule load_schedule_file(const std::string& path, const ConfigStore& store);
+
+struct Simulation {
+  schedule::Schedule schedule;
+  traces::Timeline timeline;  // metadata names the experiment
+  report::StepReport report;
+};
+// Runs a Schedule of `e` through an engine, on e's topology and CostModel, and reports on it.
+Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::EngineKind kind);
+
+class Session {
+ public:
+  // The experiment's sparsity model, built on first use; stays valid for the session.
+  const sparsity::SparsityModel& patterns(const Experiment& e);
+  schedule::Schedule schedule(const Experiment& e);
+  Simulation simulate(const Experiment& e, engine::EngineKind kind);
+  report::ImbalanceReport imbalance(const Experiment& e, const std::vector<Partition>& partitions,
+                                    const report::Progress& progress = {});
+
+  placement::WorkCache& work() { return work_; }
+  int64_t pattern_builds() const { return pattern_builds_; }
+
+ private:
+  std::map<std::string, sparsity::SparsityModel> patterns_;  // map nodes stay put: work_ keys by identity
+  placement::WorkCache work_;
+  int64_t pattern_builds_ = 0;
+};
+
+}  // namespace rm::pipeline

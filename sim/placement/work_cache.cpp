@@ -1,0 +1,62 @@
+#include "sim/placement/work_cache.hpp"
+
+#include <algorithm>
+
+#include "sim/placement/context_partition.hpp"
+
+namespace rm::placement {
+
+size_t WorkCache::intern(const std::vector<sparsity::TokenSet>& ranks) {
+  // Few distinct partitions per session: a scan by value is enough, and it lets
+  // a partition handed in from outside share entries with an equal cached one.
+  for (size_t i = 0; i < partitions_.size(); ++i)
+    if (&partitions_[i] == &ranks) return i;
+  const auto it = std::find(partitions_.begin(), partitions_.end(), ranks);
+  if (it != partitions_.end()) return size_t(it - partitions_.begin());
+  partitions_.push_back(ranks);
+  return partitions_.size() - 1;
+}
+
+const std::vector<sparsity::TokenSet>& WorkCache::partition(Partition p, const Experiment& e,
+                                                            const sparsity::SparsityModel& m) {
+  const bool balanced = p == Partition::balanced;
+  const PartitionKey key{p,
+                         e.workload.seq_len,
+                         e.parallel.cp,
+                         e.parallel.stripe_tokens,
+                         balanced ? &m : nullptr,
+                         balanced ? e.workload.block_q : 0,
+                         balanced ? e.workload.block_k : 0};
+  auto it = by_partition_.find(key);
+  if (it == by_partition_.end()) {
+    ++partition_builds_;
+    it = by_partition_.emplace(key, intern(partition_for(p, e, m))).first;
+  }
+  return partitions_[it->second];
+}
+
+const std::vector<sparsity::TileCost>& WorkCache::pair_costs(const sparsity::HeadPattern& p,
+                                                             const std::vector<sparsity::TokenSet>& ranks,
+                                                             sparsity::BlockShape shape) {
+  const PairKey key{&p, intern(ranks), shape.bq, shape.bk};
+  auto it = pairs_.find(key);
+  if (it == pairs_.end()) {
+    ++pair_cost_builds_;
+    it = pairs_.emplace(key, sparsity::pair_costs(p, ranks, shape)).first;
+  }
+  return it->second;
+}
+
+std::vector<sparsity::TileCost> WorkCache::head_rank_pairs(const sparsity::SparsityModel& m, int layer,
+                                                           const HeadShard& hs,
+                                                           const std::vector<sparsity::TokenSet>& ranks,
+                                                           sparsity::BlockShape shape) {
+  std::vector<sparsity::TileCost> sum(ranks.size() * ranks.size());
+  for (int h = hs.first_head; h < hs.first_head + hs.heads; ++h) {
+    const auto& c = pair_costs(m.head(layer, h), ranks, shape);
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += c[i];
+  }
+  return sum;
+}
+
+}  // namespace rm::placement

@@ -1,0 +1,91 @@
+// The pipeline's caches: a second evaluation of a variant of one experiment
+// builds no pattern and counts no pair cost again, and cached results are the
+// uncached ones exactly.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "sim/config/config_store.hpp"
+#include "sim/generate/generate.hpp"
+#include "sim/pipeline/pipeline.hpp"
+#include "sim/report/imbalance.hpp"
+#include "sim/topology/topology.hpp"
+
+namespace rm::pipeline {
+namespace {
+
+// The default experiment (cp = 32 over 4 nodes, stripe, hierarchical, top-p)
+// cut to 2 layers of 8K tokens and one layer's scope.
+Experiment variant(std::vector<std::string> more) {
+  std::vector<std::string> all{"workload.seq_len=8k", "model.layers=2", "scope=layer"};
+  all.insert(all.end(), more.begin(), more.end());
+  return load_experiment(ConfigStore({std::string(RINGMASTER_SOURCE_DIR) + "/configs"}), "", all);
+}
+
+TEST(Session, AnotherRingKindReusesPatternsPartitionsAndPairCosts) {
+  Session s;
+  // The layer scope counts layer 0, the imbalance report every layer.
+  s.simulate(variant({}), engine::EngineKind::analytic);
+  const int64_t layer0 = s.work().pair_cost_builds();
+  EXPECT_GT(layer0, 0);
+  s.imbalance(variant({}), {Partition::stripe});
+  EXPECT_EQ(s.pattern_builds(), 1);
+  const int64_t partitions = s.work().partition_builds(), pairs = s.work().pair_cost_builds();
+  EXPECT_EQ(partitions, 1);
+  EXPECT_GT(pairs, layer0);
+
+  // Other ring kinds, a placement, a scope and the imbalance report of another
+  // ring kind on the same partition: nothing is counted again.
+  for (const auto& more : std::vector<std::vector<std::string>>{
+           {"parallel.ring=ring"},
+           {"parallel.ring=double_ring", "parallel.window=4"},
+           {"parallel.placement=context_first"},
+           {"scope=attention_fwd_bwd"}}) {
+    EXPECT_FALSE(s.schedule(variant(more)).ops.empty());
+  }
+  s.imbalance(variant({"parallel.ring=ring"}), {Partition::stripe});
+  EXPECT_EQ(s.pattern_builds(), 1);
+  EXPECT_EQ(s.work().partition_builds(), partitions);
+  EXPECT_EQ(s.work().pair_cost_builds(), pairs);
+
+  // A new partition counts its pair costs once.
+  s.schedule(variant({"parallel.partition=zigzag"}));
+  EXPECT_EQ(s.work().partition_builds(), partitions + 1);
+  EXPECT_GT(s.work().pair_cost_builds(), pairs);
+  s.imbalance(variant({"parallel.ring=ring"}), {Partition::zigzag, Partition::stripe});
+  const int64_t with_zigzag = s.work().pair_cost_builds();
+  s.imbalance(variant({"parallel.ring=double_ring", "parallel.window=4"}), {Partition::zigzag, Partition::stripe});
+  EXPECT_EQ(s.work().pair_cost_builds(), with_zigzag);
+  EXPECT_EQ(s.work().partition_builds(), partitions + 1);
+  // The pattern key: spec, seed, model shape (a cheap pattern keeps this fast).
+  const Experiment dense = variant({"workload.pattern=dense-causal"});
+  s.patterns(dense);
+  EXPECT_EQ(s.pattern_builds(), 2);
+  EXPECT_EQ(&s.patterns(dense), &s.patterns(variant({"workload.pattern=dense-causal", "parallel.ring=ring"})));
+  s.patterns(variant({"workload.pattern=dense-causal", "workload.seed=2"}));
+  s.patterns(variant({"workload.pattern=dense-causal", "model.layers=1"}));
+  s.patterns(variant({"workload.pattern=dense-causal", "workload.seq_len=16k"}));
+  EXPECT_EQ(s.pattern_builds(), 5);
+}
+
+TEST(Session, CachedResultsAreTheUncachedOnes) {
+  Session s;
+  s.schedule(variant({"model.layers=1"}));  // warm the caches
+  const Experiment e = variant({"model.layers=1", "parallel.ring=double_ring", "parallel.window=8"});
+  const Simulation cached = s.simulate(e, engine::EngineKind::analytic);
+
+  const sparsity::SparsityModel m = build_patterns(e);
+  const Topology topo(e.cluster);
+  const schedule::Schedule fresh = generate::generate_step(e, m, topo);
+  EXPECT_TRUE(cached.schedule == fresh);
+  const Simulation uncached = simulate_schedule(e, fresh, engine::EngineKind::analytic);
+  EXPECT_EQ(report::to_json(cached.report).dump(), report::to_json(uncached.report).dump());
+  EXPECT_EQ(cached.timeline.makespan_s(), uncached.timeline.makespan_s());
+
+  const std::vector<Partition> parts{Partition::stripe, Partition::zigzag, Partition::balanced};
+  EXPECT_TRUE(s.imbalance(e, parts) == report::imbalance_report(e, m, topo, parts));
+}
+
+}  // namespace
+}  // namespace rm::pipeline
