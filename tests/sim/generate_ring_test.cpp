@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "generate_support.hpp"
+#include "tests/support/generate_support.hpp"
 #include "sim/cost/attention_cost.hpp"
 #include "sim/placement/device_map.hpp"
 #include "sim/placement/token_partition.hpp"

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "generate_support.hpp"
+#include "tests/support/generate_support.hpp"
 #include "sim/placement/device_map.hpp"
 
 namespace rm::generate {
