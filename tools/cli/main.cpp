@@ -2,15 +2,20 @@
 // fast, and why. One subcommand per task; each lives in tools/cli/cmd_*.cpp.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "sim/config/json_reader.hpp"
 #include "tools/cli/cli_common.hpp"
+#include "tools/cli/version.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"ringmaster: plan, simulate and run long-context attention across a GPU cluster"};
+  CLI::App app{"ringmaster: which placement and ring schedule is fastest for long-context attention on a GPU "
+               "cluster, how fast, and why"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("ringmaster ") + rm::cli::kVersion + " (git " +
+                                        rm::cli::kGitRevision + ")");
   rm::cli::register_imbalance(app);
   rm::cli::register_schedule(app);
   rm::cli::register_simulate(app);
