@@ -1,5 +1,7 @@
 // ringmaster: which placement and ring schedule is fastest on my cluster, how
 // fast, and why. One subcommand per task; each lives in tools/cli/cmd_*.cpp.
+// Exit status: 0 success, 2 bad input (usage or config error, one line on
+// stderr), 1 anything else.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -22,7 +24,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // A usage error is bad input like a config error: one line, exit 2.
+    std::fprintf(stderr, "ringmaster: error: %s (see ringmaster --help)\n", e.what());
+    return 2;
   } catch (const rm::ConfigError& e) {
     std::fprintf(stderr, "ringmaster: error: %s\n", e.what());
     return 2;
