@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/support/generate_support.hpp"
 #include "sim/placement/device_map.hpp"
+#include "tests/support/generate_support.hpp"
 
 namespace rm::generate {
 namespace {
