@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "sim/config/enum_names.hpp"
 #include "sim/config/json_reader.hpp"
 
 namespace rm {
@@ -24,12 +23,6 @@ const EnumName<Scope> kScopes[] = {{Scope::attention_fwd, "attention_fwd"},
                                    {Scope::attention_fwd_bwd, "attention_fwd_bwd"},
                                    {Scope::layer, "layer"},
                                    {Scope::step, "step"}};
-
-// An optional enum field: one of the table's names, `fallback` when absent.
-template <class E, size_t N>
-E read_enum(const JsonReader& r, std::string_view key, const EnumName<E> (&table)[N], E fallback) {
-  return *value_of(table, r.one_of_or(key, names_of(table), name_of(table, fallback)));
-}
 
 }  // namespace
 
@@ -189,12 +182,12 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
     e.parallel.dp = static_cast<int>(p.integer_or("dp", 1, 1 << 20, 1));
     e.parallel.hp = static_cast<int>(p.integer_or("hp", 1, 1 << 20, 1));
     e.parallel.cp = static_cast<int>(p.integer_or("cp", 1, 1 << 20, 1));
-    e.parallel.partition = read_enum(p, "partition", kPartitions, Partition::zigzag);
+    e.parallel.partition = p.enum_or("partition", kPartitions, Partition::zigzag);
     e.parallel.stripe_tokens = p.has("stripe_tokens") ? p.size("stripe_tokens", 1, int64_t(1) << 30) : 128;
-    e.parallel.ring = read_enum(p, "ring", kRings, RingKind::ring);
+    e.parallel.ring = p.enum_or("ring", kRings, RingKind::ring);
     e.parallel.window = static_cast<int>(p.integer_or("window", 1, 1 << 20, 1));
-    e.parallel.placement = read_enum(p, "placement", kPlacements, PlacementOrder::head_first);
-    e.parallel.checkpoint = read_enum(p, "checkpoint", kCheckpoints, Checkpoint::full);
+    e.parallel.placement = p.enum_or("placement", kPlacements, PlacementOrder::head_first);
+    e.parallel.checkpoint = p.enum_or("checkpoint", kCheckpoints, Checkpoint::full);
     e.parallel.zero_stage = static_cast<int>(p.integer_or("zero_stage", 0, 3, 1));
 
     // Cross-field checks: each names the field to change.
@@ -227,7 +220,7 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
     }
     p.finish();
   }
-  e.scope = read_enum(r, "scope", kScopes, Scope::step);
+  e.scope = r.enum_or("scope", kScopes, Scope::step);
   r.finish();
   e.resolved = std::move(j);
   return e;
