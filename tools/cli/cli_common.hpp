@@ -24,8 +24,8 @@ struct ExperimentOptions {
 // Adds [EXPERIMENT] --set --configs --json to a subcommand.
 void add_experiment_options(CLI::App* cmd, ExperimentOptions& o);
 
-// The resolved experiment in two lines for the head of a text report (every
-// key of summary_json), and a third when it uses fewer GPUs than the cluster has.
+// The head of a text report: the resolved experiment (every key of
+// summary_json), and a line saying so when it uses fewer GPUs than the cluster has.
 std::string experiment_header(const Experiment& e);
 
 // Progress on stderr, only when it is a terminal and output is not JSON.

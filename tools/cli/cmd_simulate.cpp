@@ -12,9 +12,9 @@
 #include "sim/engine/engine.hpp"
 #include "sim/generate/generate.hpp"
 #include "sim/report/step_report.hpp"
+#include "traces/chrome_trace.hpp"
 #include "tools/cli/cli_common.hpp"
 #include "tools/cli/pipeline.hpp"
-#include "traces/chrome_trace.hpp"
 
 namespace rm::cli {
 
