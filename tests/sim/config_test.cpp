@@ -161,8 +161,9 @@ TEST(Configs, SummaryRoundTripsThroughOverrides) {
   }
   EXPECT_GT(valid, 20);
   // Every parallel key the default experiment file sets is echoed.
-  for (const auto& [k, v] : load_experiment(store, "").resolved["parallel"].items())
-    EXPECT_TRUE(summary_json(load_experiment(store, "")).at("parallel").contains(k)) << k;
+  const Experiment d = load_experiment(store, "");
+  for (const auto& [k, v] : d.resolved.at("parallel").items())
+    EXPECT_TRUE(summary_json(d).at("parallel").contains(k)) << k;
 }
 
 }  // namespace
