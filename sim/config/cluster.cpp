@@ -7,6 +7,11 @@ namespace rm {
 namespace {
 constexpr double kBig = 1e9;
 
+const EnumName<IntraKind> kIntraKinds[] = {{IntraKind::nvswitch, "nvswitch"}, {IntraKind::mesh, "mesh"}};
+const EnumName<FabricKind> kFabricKinds[] = {{FabricKind::single_switch, "single_switch"},
+                                             {FabricKind::leaf_spine, "leaf_spine"},
+                                             {FabricKind::rail_optimized, "rail_optimized"}};
+
 LinkSpec parse_link_GBps(const JsonReader& r) {
   LinkSpec l;
   l.bandwidth_GBps = r.number("bandwidth_GBps", 1e-3, kBig);
@@ -31,8 +36,7 @@ Cluster parse_cluster(const JsonReader& r) {
   c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1, 64));
   {
     auto in = r.object("intra_node");
-    std::string kind = in.one_of("kind", {"nvswitch", "mesh"});
-    c.intra.kind = kind == "mesh" ? IntraKind::mesh : IntraKind::nvswitch;
+    c.intra.kind = in.enum_of("kind", kIntraKinds);
     c.intra.bandwidth_GBps = in.number("bandwidth_GBps", 1e-3, kBig);
     c.intra.latency_us = in.number("latency_us", 0, 1e6);
     if (c.intra.kind == IntraKind::mesh) {
@@ -65,10 +69,7 @@ Cluster parse_cluster(const JsonReader& r) {
   }
   {
     auto f = r.object("fabric");
-    std::string kind = f.one_of("kind", {"single_switch", "leaf_spine", "rail_optimized"});
-    c.fabric.kind = kind == "leaf_spine"       ? FabricKind::leaf_spine
-                    : kind == "rail_optimized" ? FabricKind::rail_optimized
-                                               : FabricKind::single_switch;
+    c.fabric.kind = f.enum_of("kind", kFabricKinds);
     c.fabric.switch_latency_us = f.number("switch_latency_us", 0, 1e6);
     if (c.fabric.kind == FabricKind::leaf_spine)
       c.fabric.nodes_per_leaf = static_cast<int>(f.integer("nodes_per_leaf", 1, 100000));

@@ -13,7 +13,13 @@ namespace fs = std::filesystem;
 
 namespace rm {
 
-ConfigStore::ConfigStore(std::vector<std::string> search_dirs) : dirs_(std::move(search_dirs)) {}
+ConfigStore::ConfigStore(std::vector<std::string> search_dirs) : dirs_(std::move(search_dirs)) {
+  // A mistyped folder would otherwise fall through to the embedded configs unnoticed.
+  for (const auto& d : dirs_) {
+    std::error_code ec;
+    if (!fs::is_directory(d, ec)) throw ConfigError(fmt::format("config folder \"{}\": no such folder", d));
+  }
+}
 
 LoadedConfig ConfigStore::load(const std::string& kind, const std::string& name, const std::string& asked_by,
                                const std::string& relative_to) const {

@@ -19,6 +19,7 @@ struct LoadedConfig {
 
 class ConfigStore {
  public:
+  // Throws ConfigError when a search folder does not exist.
   explicit ConfigStore(std::vector<std::string> search_dirs = {});
 
   // kind: "clusters", "models", "patterns", "experiments". name: a bare name or a path to a .json file

@@ -6,52 +6,64 @@
 
 namespace rm {
 
-const char* to_string(Partition p) {
-  switch (p) {
-    case Partition::contiguous: return "contiguous";
-    case Partition::zigzag: return "zigzag";
-    case Partition::stripe: return "stripe";
-    case Partition::balanced: return "balanced";
-  }
-  return "?";
-}
-const char* to_string(RingKind r) {
-  switch (r) {
-    case RingKind::ring: return "ring";
-    case RingKind::double_ring: return "double_ring";
-    case RingKind::hierarchical: return "hierarchical";
-  }
-  return "?";
-}
-const char* to_string(PlacementOrder p) {
-  switch (p) {
-    case PlacementOrder::head_first: return "head_first";
-    case PlacementOrder::context_first: return "context_first";
-    case PlacementOrder::interleaved: return "interleaved";
-  }
-  return "?";
-}
-const char* to_string(Checkpoint c) {
-  switch (c) {
-    case Checkpoint::none: return "none";
-    case Checkpoint::full: return "full";
-    case Checkpoint::selective: return "selective";
-  }
-  return "?";
-}
-const char* to_string(Scope s) {
-  switch (s) {
-    case Scope::attention_fwd: return "attention_fwd";
-    case Scope::attention_fwd_bwd: return "attention_fwd_bwd";
-    case Scope::layer: return "layer";
-    case Scope::step: return "step";
-  }
-  return "?";
-}
-std::optional<Partition> partition_from_string(std::string_view s) {
-  for (auto p : {Partition::contiguous, Partition::zigzag, Partition::stripe, Partition::balanced})
-    if (s == to_string(p)) return p;
-  return std::nullopt;
+namespace {
+
+const EnumName<Partition> kPartitions[] = {{Partition::contiguous, "contiguous"},
+                                           {Partition::zigzag, "zigzag"},
+                                           {Partition::stripe, "stripe"},
+                                           {Partition::balanced, "balanced"}};
+const EnumName<RingKind> kRings[] = {
+    {RingKind::ring, "ring"}, {RingKind::double_ring, "double_ring"}, {RingKind::hierarchical, "hierarchical"}};
+const EnumName<PlacementOrder> kPlacements[] = {{PlacementOrder::head_first, "head_first"},
+                                                {PlacementOrder::context_first, "context_first"},
+                                                {PlacementOrder::interleaved, "interleaved"}};
+const EnumName<Checkpoint> kCheckpoints[] = {
+    {Checkpoint::none, "none"}, {Checkpoint::full, "full"}, {Checkpoint::selective, "selective"}};
+const EnumName<Scope> kScopes[] = {{Scope::attention_fwd, "attention_fwd"},
+                                   {Scope::attention_fwd_bwd, "attention_fwd_bwd"},
+                                   {Scope::layer, "layer"},
+                                   {Scope::step, "step"}};
+
+}  // namespace
+
+const char* to_string(Partition p) { return name_of(kPartitions, p); }
+const char* to_string(RingKind r) { return name_of(kRings, r); }
+const char* to_string(PlacementOrder p) { return name_of(kPlacements, p); }
+const char* to_string(Checkpoint c) { return name_of(kCheckpoints, c); }
+const char* to_string(Scope s) { return name_of(kScopes, s); }
+std::optional<Partition> partition_from_string(std::string_view s) { return value_of(kPartitions, s); }
+
+nlohmann::json summary_json(const Experiment& e) {
+  const Workload& w = e.workload;
+  const Parallel& p = e.parallel;
+  const std::string pattern = w.pattern.is_object() && w.pattern.contains("name") && w.pattern["name"].is_string()
+                                  ? w.pattern["name"].get<std::string>()
+                                  : w.pattern_source;
+  return {{"name", e.name},
+          {"source", e.source},
+          {"cluster", e.cluster.name},
+          {"model", e.model.name},
+          {"workload",
+           {{"seq_len", w.seq_len},
+            {"batch", w.batch},
+            {"pattern", pattern},
+            {"block_q", w.block_q},
+            {"block_k", w.block_k},
+            {"seed", w.seed}}},
+          {"parallel",
+           {{"dp", p.dp},
+            {"hp", p.hp},
+            {"cp", p.cp},
+            {"partition", to_string(p.partition)},
+            {"stripe_tokens", p.stripe_tokens},
+            {"ring", to_string(p.ring)},
+            {"window", p.window},
+            {"placement", to_string(p.placement)},
+            {"checkpoint", to_string(p.checkpoint)},
+            {"zero_stage", p.zero_stage}}},
+          {"scope", to_string(e.scope)},
+          {"gpus_used", p.world()},
+          {"gpus_in_cluster", e.cluster.gpus()}};
 }
 
 namespace {
@@ -170,18 +182,12 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
     e.parallel.dp = static_cast<int>(p.integer_or("dp", 1, 1 << 20, 1));
     e.parallel.hp = static_cast<int>(p.integer_or("hp", 1, 1 << 20, 1));
     e.parallel.cp = static_cast<int>(p.integer_or("cp", 1, 1 << 20, 1));
-    e.parallel.partition =
-        *partition_from_string(p.one_of_or("partition", {"contiguous", "zigzag", "stripe", "balanced"}, "zigzag"));
+    e.parallel.partition = p.enum_or("partition", kPartitions, Partition::zigzag);
     e.parallel.stripe_tokens = p.has("stripe_tokens") ? p.size("stripe_tokens", 1, int64_t(1) << 30) : 128;
-    std::string ring = p.one_of_or("ring", {"ring", "double_ring", "hierarchical"}, "ring");
-    e.parallel.ring = ring == "double_ring" ? RingKind::double_ring
-                      : ring == "hierarchical" ? RingKind::hierarchical : RingKind::ring;
+    e.parallel.ring = p.enum_or("ring", kRings, RingKind::ring);
     e.parallel.window = static_cast<int>(p.integer_or("window", 1, 1 << 20, 1));
-    std::string pl = p.one_of_or("placement", {"head_first", "context_first", "interleaved"}, "head_first");
-    e.parallel.placement = pl == "context_first" ? PlacementOrder::context_first
-                           : pl == "interleaved" ? PlacementOrder::interleaved : PlacementOrder::head_first;
-    std::string ck = p.one_of_or("checkpoint", {"none", "full", "selective"}, "full");
-    e.parallel.checkpoint = ck == "none" ? Checkpoint::none : ck == "selective" ? Checkpoint::selective : Checkpoint::full;
+    e.parallel.placement = p.enum_or("placement", kPlacements, PlacementOrder::head_first);
+    e.parallel.checkpoint = p.enum_or("checkpoint", kCheckpoints, Checkpoint::full);
     e.parallel.zero_stage = static_cast<int>(p.integer_or("zero_stage", 0, 3, 1));
 
     // Cross-field checks: each names the field to change.
@@ -214,12 +220,7 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
     }
     p.finish();
   }
-  e.scope = [&] {
-    std::string s = r.one_of_or("scope", {"attention_fwd", "attention_fwd_bwd", "layer", "step"}, "step");
-    return s == "attention_fwd" ? Scope::attention_fwd
-           : s == "attention_fwd_bwd" ? Scope::attention_fwd_bwd
-           : s == "layer" ? Scope::layer : Scope::step;
-  }();
+  e.scope = r.enum_or("scope", kScopes, Scope::step);
   r.finish();
   e.resolved = std::move(j);
   return e;

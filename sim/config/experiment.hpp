@@ -64,6 +64,12 @@ struct Experiment {
   nlohmann::json resolved;  // the whole experiment with cluster, model and pattern inlined
 };
 
+// The experiment as it was resolved, in the keys of an experiment file, the
+// named parts (cluster, model, pattern) by name and every workload and parallel
+// key with its value after defaults: what `simulate --json` echoes so a result
+// can be traced to its inputs. Adds gpus_used and gpus_in_cluster.
+nlohmann::json summary_json(const Experiment& e);
+
 // The name of the experiment embedded as the default (configs/experiments/).
 inline constexpr const char* kDefaultExperiment = "mtraining-qwen2.5-3b-512k";
 

@@ -150,21 +150,6 @@ std::vector<int64_t> JsonReader::int_list(std::string_view key, int64_t min, int
   return out;
 }
 
-std::vector<double> JsonReader::number_list(std::string_view key, double min, double max) const {
-  const auto& v = need(key);
-  if (!v.is_array()) fail(key, fmt::format("expected an array of numbers, got {}", shown(v)));
-  std::vector<double> out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    const auto& e = v[i];
-    std::string k = fmt::format("{}[{}]", key, i);
-    if (!e.is_number()) fail(k, fmt::format("expected a number, got {}", shown(e)));
-    double x = e.get<double>();
-    if (!(x >= min && x <= max)) fail(k, fmt::format("expected a number in [{}, {}], got {}", min, max, x));
-    out.push_back(x);
-  }
-  return out;
-}
-
 JsonReader JsonReader::object(std::string_view key) const {
   const auto& v = need(key);
   if (!v.is_object()) fail(key, fmt::format("expected an object, got {}", shown(v)));

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/config/enum_names.hpp"
+
 namespace rm {
 
 // Every bad-input error of the model carries one line: "<file>: <path>: <what>".
@@ -27,7 +29,6 @@ class JsonReader {
  public:
   JsonReader(const nlohmann::json& j, std::string file, std::string path = "$");
 
-  const std::string& file() const { return file_; }
   const std::string& path() const { return path_; }
   const nlohmann::json& raw() const { return *j_; }
   std::string where(std::string_view key) const;  // "file: $.a.key"
@@ -39,6 +40,15 @@ class JsonReader {
   std::string one_of(std::string_view key, const std::vector<std::string>& allowed) const;
   std::string one_of_or(std::string_view key, const std::vector<std::string>& allowed,
                         std::string fallback) const;
+  // An enum field by a name of its table (enum_names.hpp); `fallback` when absent.
+  template <class E, size_t N>
+  E enum_of(std::string_view key, const EnumName<E> (&table)[N]) const {
+    return *value_of(table, one_of(key, names_of(table)));
+  }
+  template <class E, size_t N>
+  E enum_or(std::string_view key, const EnumName<E> (&table)[N], E fallback) const {
+    return *value_of(table, one_of_or(key, names_of(table), name_of(table, fallback)));
+  }
   double number(std::string_view key, double min, double max) const;
   double number_or(std::string_view key, double min, double max, double fallback) const;
   int64_t integer(std::string_view key, int64_t min, int64_t max) const;
@@ -46,7 +56,6 @@ class JsonReader {
   int64_t size(std::string_view key, int64_t min, int64_t max) const;  // accepts k/M suffixes
   bool boolean_or(std::string_view key, bool fallback) const;
   std::vector<int64_t> int_list(std::string_view key, int64_t min, int64_t max) const;
-  std::vector<double> number_list(std::string_view key, double min, double max) const;
 
   JsonReader object(std::string_view key) const;            // required object
   std::vector<JsonReader> objects(std::string_view key) const;  // required array of objects

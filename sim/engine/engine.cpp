@@ -6,18 +6,18 @@
 
 #include <fmt/format.h>
 
+#include "sim/config/enum_names.hpp"
 #include "sim/engine/analytic.hpp"
 #include "sim/engine/simgrid_engine.hpp"
 
 namespace rm::engine {
 
-std::string_view to_string(EngineKind k) { return k == EngineKind::analytic ? "analytic" : "simgrid"; }
+namespace {
+const EnumName<EngineKind> kEngineKinds[] = {{EngineKind::analytic, "analytic"}, {EngineKind::simgrid, "simgrid"}};
+}  // namespace
 
-std::optional<EngineKind> parse_engine_kind(std::string_view s) {
-  if (s == "analytic") return EngineKind::analytic;
-  if (s == "simgrid") return EngineKind::simgrid;
-  return std::nullopt;
-}
+std::string_view to_string(EngineKind k) { return name_of(kEngineKinds, k); }
+std::optional<EngineKind> parse_engine_kind(std::string_view s) { return value_of(kEngineKinds, s); }
 
 traces::Timeline simulate(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m,
                           EngineKind kind) {

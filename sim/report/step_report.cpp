@@ -117,16 +117,19 @@ StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, co
   for (const Event& x : tl.events)
     if (x.op >= 0 && size_t(x.op) < ev.size() && !ev[size_t(x.op)]) ev[size_t(x.op)] = &x;
 
-  r.model_flops = cost::model_flops(e).total();
+  r.model_flops = cost::model_flops(e, cost::mask_attention_fwd_flops(s)).total();
+  r.dense_causal_model_flops = cost::dense_causal_model_flops(e).total();
+  if (r.model_flops > 0) r.dense_equivalent_speedup = r.dense_causal_model_flops / r.model_flops;
   for (const Op& op : s.ops)
-    if (schedule::is_compute(op.kind)) r.performed_flops += op.flops;
+    if (schedule::is_compute(op.kind))
+      r.executed_flops += cost::executed_flops(op, e.workload.block_q, e.workload.block_k, e.model.head_dim);
   if (r.step_time_s > 0) {
     const double tokens = double(e.parallel.dp) * e.workload.batch * double(e.workload.seq_len);
     r.tokens_per_s = tokens / r.step_time_s;
     const double peak = r.step_time_s * r.gpus * e.cluster.gpu.peak_tflops_bf16 * 1e12;
     if (peak > 0) {
-      r.mfu_dense = r.model_flops / peak;
-      r.mfu_effective = r.performed_flops / peak;
+      r.mfu = r.model_flops / peak;
+      r.hfu = r.executed_flops / peak;
     }
   }
   r.breakdown = breakdown(s, tl, r.step_time_s);
@@ -159,8 +162,11 @@ nlohmann::json to_json(const StepReport& r) {
       {"step_time_s", r.step_time_s},
       {"tokens_per_s", r.tokens_per_s},
       {"gpus", r.gpus},
-      {"flops", {{"model", r.model_flops}, {"performed", r.performed_flops}}},
-      {"mfu", {{"dense", r.mfu_dense}, {"effective", r.mfu_effective}}},
+      {"flops",
+       {{"model", r.model_flops}, {"dense_causal_model", r.dense_causal_model_flops}, {"executed", r.executed_flops}}},
+      {"mfu", r.mfu},
+      {"hfu", r.hfu},
+      {"dense_equivalent_speedup", r.dense_equivalent_speedup},
       {"breakdown",
        {{"per_rank", per_rank},
         {"mean", rank_json(r.breakdown.mean)},
@@ -230,9 +236,12 @@ std::string to_text(const StepReport& r) {
   std::string out;
   out += fmt::format("step time      {}\n", secs(r.step_time_s));
   out += fmt::format("tokens/s       {:.0f}\n", r.tokens_per_s);
-  out += fmt::format("MFU            {:.1f}% dense-equivalent, {:.1f}% effective ({:.3g} model / {:.3g} performed "
-                     "FLOPs on {} GPUs)\n\n",
-                     100 * r.mfu_dense, 100 * r.mfu_effective, r.model_flops, r.performed_flops, r.gpus);
+  out += fmt::format("MFU            {:.1f}% ({:.3g} model FLOPs of the mask's non-zeros on {} GPUs)\n", 100 * r.mfu,
+                     r.model_flops, r.gpus);
+  out += fmt::format("HFU            {:.1f}% ({:.3g} FLOPs executed: whole tiles, recomputation)\n", 100 * r.hfu,
+                     r.executed_flops);
+  out += fmt::format("speed-up       {:.2f}x dense-equivalent (dense causal attention: {:.3g} model FLOPs)\n\n",
+                     r.dense_equivalent_speedup, r.dense_causal_model_flops);
 
   const Breakdown& b = r.breakdown;
   std::vector<std::vector<std::string>> rows{{"rank", "compute", "exposed comm", "idle", "idle %"}};

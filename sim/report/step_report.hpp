@@ -1,6 +1,6 @@
 // The step report of `ringmaster simulate`: from a Schedule and the Timeline an
 // engine predicted (or the runtime measured) for it — step time, tokens/s,
-// MFU, the per-rank time breakdown, attention imbalance and the critical path.
+// MFU and HFU, the per-rank time breakdown, attention imbalance and the critical path.
 // Works on any Timeline that joins the Schedule on op ids; events of ops the
 // Schedule lacks count in the breakdown only. docs/report.md defines every
 // figure.
@@ -49,10 +49,15 @@ struct StepReport {
   // for the other scopes the rate of the one layer (or its attention) the
   // Schedule holds over the whole batch — not a training throughput.
   double tokens_per_s = 0;
-  double model_flops = 0;      // sim/cost/model_flops.hpp, for the experiment's scope
-  double performed_flops = 0;  // sum of the compute ops' flops: recomputation and sparsity included
-  double mfu_dense = 0;        // model_flops / (step time * gpus * peak bf16)
-  double mfu_effective = 0;    // performed_flops / the same
+  // FLOPs (sim/cost/model_flops.hpp) over the peak of the step: step time x gpus x peak bf16.
+  double model_flops = 0;               // the scope by the MFU convention, attention over the mask's non-zeros
+  double dense_causal_model_flops = 0;  // the same with dense causal attention
+  double executed_flops = 0;            // what the kernels execute: whole tiles, recomputation included
+  double mfu = 0;                       // model_flops / peak
+  double hfu = 0;                       // executed_flops / peak
+  // dense_causal_model_flops / model_flops: how many times longer a dense
+  // causal step would take at the same MFU (1 for a dense causal pattern).
+  double dense_equivalent_speedup = 1;
   Breakdown breakdown;
   Imbalance imbalance;
   CriticalPath critical_path;
@@ -60,10 +65,10 @@ struct StepReport {
 
 StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, const traces::Timeline& tl);
 
-// Keys: step_time_s, tokens_per_s, flops {model, performed}, mfu {dense,
-// effective}, gpus, breakdown {per_rank [...], mean, min, max}, imbalance {worker, step,
-// step_measured}, critical_path {length_s, ops, op_ids, compute_s,
-// communication_s, waiting_s, by_kind [...]}.
+// Keys: step_time_s, tokens_per_s, flops {model, dense_causal_model, executed},
+// mfu, hfu, dense_equivalent_speedup, gpus, breakdown {per_rank [...], mean,
+// min, max}, imbalance {worker, step, step_measured}, critical_path {length_s,
+// ops, op_ids, compute_s, communication_s, waiting_s, by_kind [...]}.
 nlohmann::json to_json(const StepReport& r);
 
 // A human summary with aligned tables. Above 8 ranks the rank table shows the

@@ -55,6 +55,10 @@ struct RingCase {
   bool sparse;
 };
 
+void PrintTo(const RingCase& c, std::ostream* os) {
+  *os << c.partition << " over " << c.ranks << " ranks, " << (c.sparse ? "sparse" : "dense");
+}
+
 class RingMerge : public ::testing::TestWithParam<RingCase> {};
 
 TEST_P(RingMerge, PartialsMergeToTheWholeForwardAndBackward) {

@@ -1,3 +1,5 @@
+#include <random>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -106,6 +108,62 @@ TEST(Configs, BadInputNamesTheField) {
   EXPECT_THAT(error_of([&] { load_experiment(store, "", {"nonsense"}); }), HasSubstr("expected path=value"));
   EXPECT_THAT(error_of([&] { load_experiment(store, "", {"parallel.cp=8", "parallel.hp=3"}); }),
               HasSubstr("$.parallel.hp: expected a divisor of the model's 16 heads"));
+}
+
+TEST(Configs, AMissingConfigFolderIsAnError) {
+  EXPECT_THAT(error_of([] { ConfigStore({"/no/such/rm-configs"}); }), HasSubstr("\"/no/such/rm-configs\""));
+  EXPECT_EQ(error_of([] { ConfigStore({std::string(RINGMASTER_SOURCE_DIR) + "/configs"}); }), "(no error)");
+}
+
+// The echoed experiment names every key with its value after defaults: set
+// back as overrides on the default experiment, it resolves to itself. Random
+// settings (the invalid ones skipped) cover every name of every enum table.
+TEST(Configs, SummaryRoundTripsThroughOverrides) {
+  const ConfigStore store;
+  std::mt19937 rng(7);
+  auto pick = [&](std::vector<std::string> v) { return v[rng() % v.size()]; };
+  int valid = 0;
+  for (int i = 0; i < 200; ++i) {
+    const std::vector<std::string> sets{
+        "cluster=" + pick({"h200-1x8", "a100-40g-4x8-hdr", "h100-8x8-ndr"}),
+        "model=" + pick({"qwen2.5-3b", "llama3-8b"}),
+        "workload.seq_len=" + pick({"64k", "96k", "128k"}),
+        "workload.batch=" + pick({"1", "2"}),
+        "workload.pattern=" + pick({"dense-causal", "sliding-window", "topp-synthetic"}),
+        "parallel.dp=" + pick({"1", "2"}),
+        "parallel.hp=" + pick({"1", "2", "4"}),
+        "parallel.cp=" + pick({"1", "2", "4", "8"}),
+        "parallel.partition=" + pick({"contiguous", "zigzag", "stripe", "balanced"}),
+        "parallel.stripe_tokens=" + pick({"64", "128", "256"}),
+        "parallel.ring=" + pick({"ring", "double_ring", "hierarchical"}),
+        "parallel.window=" + pick({"1", "2", "4"}),
+        "parallel.placement=" + pick({"head_first", "context_first", "interleaved"}),
+        "parallel.checkpoint=" + pick({"none", "full", "selective"}),
+        "parallel.zero_stage=" + pick({"0", "1", "2", "3"}),
+        "scope=" + pick({"attention_fwd", "attention_fwd_bwd", "layer", "step"})};
+    Experiment e;
+    try {
+      e = load_experiment(store, "", sets);
+    } catch (const ConfigError&) {
+      continue;
+    }
+    ++valid;
+    const nlohmann::json echo = summary_json(e);
+    std::vector<std::string> back{"cluster=" + echo["cluster"].get<std::string>(),
+                                  "model=" + echo["model"].get<std::string>(),
+                                  "scope=" + echo["scope"].get<std::string>()};
+    for (const char* part : {"workload", "parallel"})
+      for (const auto& [k, v] : echo[part].items())
+        back.push_back(std::string(part) + "." + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
+    EXPECT_EQ(summary_json(load_experiment(store, "", back)), echo) << testing::PrintToString(sets);
+    EXPECT_EQ(echo["gpus_used"].get<int>(), e.parallel.dp * e.parallel.hp * e.parallel.cp);
+    EXPECT_EQ(echo["gpus_in_cluster"].get<int>(), e.cluster.gpus());
+  }
+  EXPECT_GT(valid, 20);
+  // Every parallel key the default experiment file sets is echoed.
+  const Experiment d = load_experiment(store, "");
+  for (const auto& [k, v] : d.resolved.at("parallel").items())
+    EXPECT_TRUE(summary_json(d).at("parallel").contains(k)) << k;
 }
 
 }  // namespace

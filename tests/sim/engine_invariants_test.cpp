@@ -5,8 +5,9 @@
 
 #include "sim/config/config_store.hpp"
 #include "sim/engine/engine.hpp"
-#include "sim/engine/synthetic_schedules.hpp"
 #include "sim/schedule/comm_matching.hpp"
+#include "tests/support/engine_printers.hpp"
+#include "tests/support/synthetic_schedules.hpp"
 
 namespace rm::engine {
 namespace {
@@ -15,6 +16,8 @@ struct Case {
   EngineKind engine;
   uint64_t seed;
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << to_string(c.engine) << " seed " << c.seed; }
 
 class Invariants : public ::testing::TestWithParam<Case> {};
 

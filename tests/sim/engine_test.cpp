@@ -4,9 +4,10 @@
 
 #include "sim/config/config_store.hpp"
 #include "sim/engine/engine.hpp"
-#include "sim/engine/synthetic_schedules.hpp"
 #include "sim/schedule/builder.hpp"
 #include "sim/schedule/schedule_error.hpp"
+#include "tests/support/engine_printers.hpp"
+#include "tests/support/synthetic_schedules.hpp"
 #include "traces/chrome_trace.hpp"
 
 namespace rm::engine {

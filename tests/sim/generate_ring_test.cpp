@@ -7,11 +7,11 @@
 
 #include <gtest/gtest.h>
 
-#include "generate_support.hpp"
 #include "sim/cost/attention_cost.hpp"
 #include "sim/placement/device_map.hpp"
 #include "sim/placement/token_partition.hpp"
 #include "sim/schedule/validate.hpp"
+#include "tests/support/generate_support.hpp"
 
 namespace rm::generate {
 namespace {
@@ -25,6 +25,11 @@ struct Case {
   std::string name;
   std::vector<std::string> overrides;
 };
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name << ":";
+  for (const auto& o : c.overrides) *os << " " << o;
+}
 
 const std::vector<Case> kCases{
     {"single_gpu", {}},

@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include "generate_support.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/placement/device_map.hpp"
+#include "tests/support/generate_support.hpp"
 
 namespace rm::generate {
 namespace {

@@ -8,7 +8,7 @@
 #include "sim/schedule/comm_matching.hpp"
 #include "sim/schedule/schedule_error.hpp"
 #include "sim/schedule/topo_order.hpp"
-#include "tests/sim/schedule_random.hpp"
+#include "tests/support/schedule_random.hpp"
 
 namespace rm::schedule {
 namespace {

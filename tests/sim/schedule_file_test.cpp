@@ -8,7 +8,7 @@
 
 #include "sim/schedule/schedule_error.hpp"
 #include "sim/schedule/validate.hpp"
-#include "tests/sim/schedule_random.hpp"
+#include "tests/support/schedule_random.hpp"
 #include "traces/text_file.hpp"
 
 namespace rm::schedule {

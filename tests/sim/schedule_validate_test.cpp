@@ -4,7 +4,7 @@
 
 #include "sim/schedule/builder.hpp"
 #include "sim/schedule/schedule_error.hpp"
-#include "tests/sim/schedule_random.hpp"
+#include "tests/support/schedule_random.hpp"
 
 namespace rm::schedule {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "sim/sparsity/aligned_count.hpp"
 #include "sim/sparsity/general_count.hpp"
-#include "tests/sim/sparsity_brute.hpp"
+#include "tests/support/sparsity_brute.hpp"
 
 namespace rm::sparsity {
 namespace {

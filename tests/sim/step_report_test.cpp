@@ -46,12 +46,16 @@ struct Hand {
 
 Hand hand() {
   Hand h;
-  // Model FLOPs (scope attention_fwd): 4 * head_dim * heads * S(S+1)/2 = 4 * 55 = 220.
+  // Scope attention_fwd. Dense causal model FLOPs: 4 * head_dim * heads * S(S+1)/2 = 4 * 55 = 220;
+  // the mask's: what the forward attention ops carry, 10 per block, 140 in all. Tiles of 4 x 4
+  // execute 4 * 4 * 4 * head_dim = 64 FLOPs each, 14 tiles: 896.
   h.e.model.heads = 1;
   h.e.model.kv_heads = 1;
   h.e.model.head_dim = 1;
   h.e.model.layers = 1;
   h.e.workload.seq_len = 10;
+  h.e.workload.block_q = 4;
+  h.e.workload.block_k = 4;
   h.e.scope = Scope::attention_fwd;
   h.e.cluster.gpu.peak_tflops_bf16 = 1e-10;  // 100 FLOP/s per GPU
   for (int r = 0; r < 2; ++r)
@@ -75,12 +79,12 @@ Hand hand() {
     h.s.ops.push_back(op);
     h.tl.events.push_back(event(op, start, end));
   };
-  add(0, 0, OpKind::attn_fwd, 0, 4, 400, {}, 0, 2);
-  add(1, 0, OpKind::attn_fwd, 0, 2, 200, {}, 0, 1);
+  add(0, 0, OpKind::attn_fwd, 0, 4, 40, {}, 0, 2);
+  add(1, 0, OpKind::attn_fwd, 0, 2, 20, {}, 0, 1);
   add(0, 1, OpKind::send, 0, 0, 0, {0}, 2, 5);
   add(1, 1, OpKind::recv, 0, 0, 0, {}, 0, 5);
-  add(1, 0, OpKind::attn_fwd, 1, 6, 600, {3}, 5, 8);
-  add(0, 0, OpKind::attn_fwd, 1, 2, 200, {}, 3, 4.5);
+  add(1, 0, OpKind::attn_fwd, 1, 6, 60, {3}, 5, 8);
+  add(0, 0, OpKind::attn_fwd, 1, 2, 20, {}, 3, 4.5);
   return h;
 }
 
@@ -90,11 +94,13 @@ TEST(StepReport, HeadlineFiguresOfAHandMadeStep) {
   EXPECT_EQ(r.gpus, 2);
   EXPECT_DOUBLE_EQ(r.step_time_s, 8);
   EXPECT_DOUBLE_EQ(r.tokens_per_s, 10.0 / 8);
-  EXPECT_DOUBLE_EQ(r.model_flops, 220);
-  EXPECT_DOUBLE_EQ(r.performed_flops, 1400);
+  EXPECT_DOUBLE_EQ(r.model_flops, 140);
+  EXPECT_DOUBLE_EQ(r.dense_causal_model_flops, 220);
+  EXPECT_DOUBLE_EQ(r.executed_flops, 896);
   // Denominator: 8 s x 2 GPUs x 100 FLOP/s = 1600.
-  EXPECT_DOUBLE_EQ(r.mfu_dense, 220.0 / 1600);
-  EXPECT_DOUBLE_EQ(r.mfu_effective, 1400.0 / 1600);
+  EXPECT_DOUBLE_EQ(r.mfu, 140.0 / 1600);
+  EXPECT_DOUBLE_EQ(r.hfu, 896.0 / 1600);
+  EXPECT_DOUBLE_EQ(r.dense_equivalent_speedup, 220.0 / 140);
 }
 
 TEST(StepReport, BreakdownSeparatesOverlappedExposedAndIdleTime) {
@@ -205,8 +211,12 @@ TEST(StepReport, JsonHasTheKeysScriptsReadAndTextCondensesManyRanks) {
   const auto j = to_json(r);
   EXPECT_DOUBLE_EQ(j.at("step_time_s").get<double>(), 8);
   EXPECT_DOUBLE_EQ(j.at("tokens_per_s").get<double>(), 1.25);
-  EXPECT_DOUBLE_EQ(j.at("mfu").at("dense").get<double>(), 220.0 / 1600);
-  EXPECT_DOUBLE_EQ(j.at("mfu").at("effective").get<double>(), 1400.0 / 1600);
+  EXPECT_DOUBLE_EQ(j.at("mfu").get<double>(), 140.0 / 1600);
+  EXPECT_DOUBLE_EQ(j.at("hfu").get<double>(), 896.0 / 1600);
+  EXPECT_DOUBLE_EQ(j.at("dense_equivalent_speedup").get<double>(), 220.0 / 140);
+  EXPECT_DOUBLE_EQ(j.at("flops").at("model").get<double>(), 140);
+  EXPECT_DOUBLE_EQ(j.at("flops").at("dense_causal_model").get<double>(), 220);
+  EXPECT_DOUBLE_EQ(j.at("flops").at("executed").get<double>(), 896);
   EXPECT_EQ(j.at("breakdown").at("per_rank").size(), 2u);
   EXPECT_DOUBLE_EQ(j.at("breakdown").at("mean").at("idle_s").get<double>(), 1.5);
   EXPECT_DOUBLE_EQ(j.at("breakdown").at("max").at("compute_s").get<double>(), 4);
@@ -219,7 +229,9 @@ TEST(StepReport, JsonHasTheKeysScriptsReadAndTextCondensesManyRanks) {
 
   const std::string small = to_text(r);
   EXPECT_NE(small.find("step time      8.000 s"), std::string::npos) << small;
-  EXPECT_NE(small.find("13.8% dense-equivalent, 87.5% effective"), std::string::npos) << small;
+  EXPECT_NE(small.find("MFU            8.8%"), std::string::npos) << small;
+  EXPECT_NE(small.find("HFU            56.0%"), std::string::npos) << small;
+  EXPECT_NE(small.find("1.57x"), std::string::npos) << small;
 
   // 12 ranks: rank 7 is the busiest, then 2, then 9; the rest are idle half the step.
   r.breakdown.per_rank.clear();
@@ -252,17 +264,20 @@ TEST(ModelFlops, HandCountOfATinyModel) {
   // T = 2 x 3 = 6 tokens. Layer matmuls 6 x 120 x 6 = 4320; LM head 6 x (10 x 4) x 6 = 1440.
   // Attention forward per layer: 6 causal pairs x 8 FLOPs (4 x head_dim) x 2 heads x 2 sequences = 192.
   e.scope = Scope::step;
-  EXPECT_DOUBLE_EQ(cost::model_flops(e).dense, 2 * 4320 + 1440);
-  EXPECT_DOUBLE_EQ(cost::model_flops(e).attention, 2 * 3 * 192);
+  EXPECT_DOUBLE_EQ(cost::dense_causal_model_flops(e).dense, 2 * 4320 + 1440);
+  EXPECT_DOUBLE_EQ(cost::dense_causal_model_flops(e).attention, 2 * 3 * 192);
+  EXPECT_DOUBLE_EQ(cost::model_flops(e, 100).attention, 3 * 100);  // a mask with 100 forward FLOPs over the scope
   e.scope = Scope::layer;
-  EXPECT_DOUBLE_EQ(cost::model_flops(e).dense, 4320);
-  EXPECT_DOUBLE_EQ(cost::model_flops(e).attention, 3 * 192);
+  EXPECT_DOUBLE_EQ(cost::dense_causal_model_flops(e).dense, 4320);
+  EXPECT_DOUBLE_EQ(cost::dense_causal_model_flops(e).attention, 3 * 192);
   e.scope = Scope::attention_fwd_bwd;
-  EXPECT_DOUBLE_EQ(cost::model_flops(e).total(), 3 * 192);
+  EXPECT_DOUBLE_EQ(cost::dense_causal_model_flops(e).total(), 3 * 192);
+  EXPECT_DOUBLE_EQ(cost::model_flops(e, 100).total(), 3 * 100);
   e.scope = Scope::attention_fwd;
-  EXPECT_DOUBLE_EQ(cost::model_flops(e).total(), 192);
+  EXPECT_DOUBLE_EQ(cost::dense_causal_model_flops(e).total(), 192);
+  EXPECT_DOUBLE_EQ(cost::model_flops(e, 100).total(), 100);
   e.parallel.dp = 2;  // twice the sequences
-  EXPECT_DOUBLE_EQ(cost::model_flops(e).total(), 2 * 192);
+  EXPECT_DOUBLE_EQ(cost::dense_causal_model_flops(e).total(), 2 * 192);
 }
 
 struct Simulated {
@@ -311,7 +326,7 @@ void expect_consistent(const Simulated& x) {
 TEST(StepReport, InvariantsOnASparseLayerWithTheAnalyticEngine) {
   const Simulated x = simulate({"scope=layer", "model.layers=1"});
   expect_consistent(x);
-  // The layer's attention pairs, against dense causal: the sparsity the schedule exploits.
+  // The layer's attention non-zeros, counted on the pattern itself: the mask the model computes.
   const int64_t S = x.e.workload.seq_len;
   const sparsity::TokenSet all{{{0, S, 0, 1}}};
   double nnz = 0;
@@ -319,9 +334,14 @@ TEST(StepReport, InvariantsOnASparseLayerWithTheAnalyticEngine) {
     nnz += double(sparsity::count(x.m.head(0, h), all, all, {x.e.workload.block_q, x.e.workload.block_k}).nnz);
   const double sparsity = 1 - nnz / (double(x.e.model.heads) * double(S) * double(S + 1) / 2);
   ASSERT_GT(sparsity, 0.1);
-  EXPECT_GE(x.r.mfu_effective, x.r.mfu_dense * (1 - sparsity));
-  EXPECT_GT(x.r.mfu_dense, 0);
-  EXPECT_LT(x.r.mfu_effective, 1);
+  const auto mf = cost::model_flops(x.e, nnz * cost::attention_fwd_flops_per_nnz(x.e.model.head_dim));
+  EXPECT_NEAR(x.r.model_flops, mf.total(), 1e-12 * mf.total());
+  EXPECT_NEAR(x.r.dense_equivalent_speedup, x.r.dense_causal_model_flops / mf.total(), 1e-12);
+  EXPECT_GT(x.r.dense_equivalent_speedup, 1);
+  // Utilisations are fractions, and the kernels execute at least the model's FLOPs.
+  EXPECT_GT(x.r.mfu, 0);
+  EXPECT_GE(x.r.hfu, x.r.mfu);
+  EXPECT_LT(x.r.hfu, 1);
   // The same ratios as `ringmaster imbalance` computes from the pattern, not from a schedule.
   const auto im = imbalance_report(x.e, x.m, Topology(x.e.cluster), {x.e.parallel.partition});
   ASSERT_EQ(im.partitions.size(), 1u);
@@ -339,17 +359,48 @@ TEST(StepReport, DenseStepFlopsMatchTheModelFlopsFormula) {
     if (op.kind == OpKind::gemm) gemm += op.flops;
     if (op.kind == OpKind::attn_fwd) attn_fwd += op.flops;
   }
-  const auto mf = cost::model_flops(x.e);
+  const auto mf = cost::dense_causal_model_flops(x.e);
   EXPECT_NEAR(gemm, mf.dense, 1e-12 * mf.dense);
   EXPECT_NEAR(3 * attn_fwd, mf.attention, 1e-12 * mf.attention);
-  EXPECT_GT(x.r.mfu_effective, x.r.mfu_dense);  // the backward's recomputed QK^T, elementwise work
+  EXPECT_NEAR(x.r.model_flops, mf.total(), 1e-12 * mf.total());
+  EXPECT_GT(x.r.hfu, x.r.mfu);  // the backward's recomputed QK^T, elementwise work, diagonal tiles
   EXPECT_DOUBLE_EQ(x.r.tokens_per_s, 16384 / x.r.step_time_s);
 }
 
-TEST(StepReport, AttentionForwardScopeHasEqualMfus) {
-  const Simulated x = simulate({"scope=attention_fwd", "workload.pattern=dense-causal"});
+// On a dense causal pattern the mask the model computes is the dense causal
+// reference, whatever the generator, scope, batch or recomputation: MFU counts
+// each pair once, so the speed-up is 1.
+TEST(StepReport, DenseCausalHasNoDenseEquivalentSpeedupOnEveryGenerator) {
+  const std::vector<std::vector<std::string>> variants{
+      {"scope=attention_fwd"},
+      {"scope=attention_fwd_bwd", "parallel.partition=zigzag"},
+      {"scope=layer", "parallel.ring=double_ring", "parallel.window=2", "parallel.checkpoint=full"},
+      {"scope=attention_fwd_bwd", "parallel.ring=hierarchical", "parallel.partition=stripe"},
+      {"scope=layer", "parallel.cp=1", "parallel.hp=8", "workload.batch=2"},
+      {"scope=step", "model.layers=2", "parallel.dp=2", "parallel.cp=4", "parallel.checkpoint=selective"}};
+  for (const auto& v : variants) {
+    std::vector<std::string> o{"workload.pattern=dense-causal"};
+    o.insert(o.end(), v.begin(), v.end());
+    const Simulated x = simulate(o);
+    SCOPED_TRACE(x.s.generator + " " + to_string(x.e.scope));
+    EXPECT_NEAR(x.r.model_flops, x.r.dense_causal_model_flops, 1e-12 * x.r.model_flops);
+    EXPECT_NEAR(x.r.dense_equivalent_speedup, 1, 1e-12);
+    EXPECT_GE(x.r.hfu, x.r.mfu);
+    EXPECT_LT(x.r.hfu, 1);
+  }
+}
+
+TEST(StepReport, AttentionForwardHfuCountsTheWholeTilesOfTheMask) {
+  // Contiguous 2K-token shards are whole tiles, so the ranks together visit the
+  // tiles of the whole causal mask: HFU / MFU = tile entries / non-zeros.
+  const Simulated x = simulate({"scope=attention_fwd", "workload.pattern=dense-causal", "parallel.partition=contiguous"});
   expect_consistent(x);
-  EXPECT_NEAR(x.r.mfu_effective, x.r.mfu_dense, 1e-12);
+  const int64_t S = x.e.workload.seq_len;
+  const sparsity::TokenSet all{{{0, S, 0, 1}}};
+  const auto whole = sparsity::count(x.m.head(0, 0), all, all, {x.e.workload.block_q, x.e.workload.block_k});
+  const double entries = double(whole.blocks) * double(x.e.workload.block_q * x.e.workload.block_k);
+  EXPECT_NEAR(x.r.hfu / x.r.mfu, entries / double(whole.nnz), 1e-12);
+  EXPECT_GT(x.r.hfu, x.r.mfu);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "run_cli.hpp"
+#include "tests/support/run_cli.hpp"
 
 namespace rm::test {
 namespace {

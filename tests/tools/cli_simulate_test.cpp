@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "run_cli.hpp"
+#include "tests/support/run_cli.hpp"
 
 namespace rm::test {
 namespace {
@@ -17,22 +17,54 @@ const std::string kSmall =
     " --set cluster=h200-1x8 --set parallel.cp=8 --set parallel.ring=ring --set workload.seq_len=16k"
     " --set scope=attention_fwd_bwd";
 
-std::filesystem::path temp_dir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(d);
-  return d;
-}
-
 TEST(CliSimulate, JsonHasTheStableKeys) {
   auto r = run_cli("simulate --json" + kSmall);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
-  for (const char* k : {"step_time_s", "tokens_per_s", "mfu", "breakdown", "imbalance", "critical_path"})
+  for (const char* k : {"step_time_s", "tokens_per_s", "mfu", "hfu", "dense_equivalent_speedup", "flops", "breakdown",
+                        "imbalance", "critical_path", "experiment"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_GT(j["step_time_s"].get<double>(), 0);
   EXPECT_GT(j["tokens_per_s"].get<double>(), 0);
   EXPECT_GE(j["imbalance"]["worker"].get<double>(), 1.0 - 1e-9);
   EXPECT_GE(j["imbalance"]["step"].get<double>(), j["imbalance"]["worker"].get<double>() - 1e-9);
+  // Utilisations are fractions; the sparse default pattern is a speed-up over dense causal.
+  EXPECT_GT(j["mfu"].get<double>(), 0);
+  EXPECT_LE(j["mfu"].get<double>(), j["hfu"].get<double>());
+  EXPECT_LT(j["hfu"].get<double>(), 1);
+  EXPECT_GT(j["dense_equivalent_speedup"].get<double>(), 1);
+}
+
+TEST(CliSimulate, EchoesTheResolvedExperimentAndUnusedGpus) {
+  const std::string sets =
+      " --set cluster=h200-1x8 --set parallel.cp=2 --set parallel.hp=2 --set parallel.partition=zigzag"
+      " --set parallel.ring=double_ring --set parallel.window=2 --set parallel.checkpoint=selective"
+      " --set workload.seq_len=8k --set workload.batch=2 --set workload.pattern=sliding-window --set scope=layer";
+  auto r = run_cli("simulate --json" + sets);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto e = nlohmann::json::parse(r.out).at("experiment");
+  EXPECT_EQ(e.at("name"), "mtraining-qwen2.5-3b-512k");
+  EXPECT_EQ(e.at("cluster"), "h200-1x8");
+  EXPECT_EQ(e.at("model"), "qwen2.5-3b");
+  EXPECT_EQ(e.at("scope"), "layer");
+  EXPECT_EQ(e.at("workload"), nlohmann::json({{"seq_len", 8192}, {"batch", 2}, {"pattern", "sliding-window"},
+                                              {"block_q", 128}, {"block_k", 64}, {"seed", 1}}));
+  EXPECT_EQ(e.at("parallel"),
+            nlohmann::json({{"dp", 1}, {"hp", 2}, {"cp", 2}, {"partition", "zigzag"}, {"stripe_tokens", 128},
+                            {"ring", "double_ring"}, {"window", 2}, {"placement", "head_first"},
+                            {"checkpoint", "selective"}, {"zero_stage", 1}}));
+  EXPECT_EQ(e.at("gpus_used"), 4);
+  EXPECT_EQ(e.at("gpus_in_cluster"), 8);
+  auto text = run_cli("simulate" + sets);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("uses 4 of the cluster's 8 GPUs"));
+  EXPECT_THAT(text.out, HasSubstr("ring=double_ring"));
+  EXPECT_THAT(text.out, HasSubstr("checkpoint=selective"));
+  // All GPUs used: no such line.
+  auto all = run_cli("simulate --set cluster=h200-1x8 --set parallel.cp=8 --set workload.seq_len=8k"
+                     " --set workload.pattern=dense-causal --set scope=attention_fwd");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_THAT(all.out, ::testing::Not(HasSubstr("GPUs (dp*hp*cp)")));
 }
 
 TEST(CliSimulate, TraceIsChromeJsonAndDeterministic) {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/traces/timeline_test_util.hpp"
+#include "tests/support/random_timeline.hpp"
 #include "traces/text_file.hpp"
 #include "traces/trace_error.hpp"
 

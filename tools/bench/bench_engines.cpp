@@ -7,7 +7,7 @@
 #include "sim/config/config_store.hpp"
 #include "sim/engine/analytic.hpp"
 #include "sim/engine/engine.hpp"
-#include "sim/engine/synthetic_schedules.hpp"
+#include "tests/support/synthetic_schedules.hpp"
 
 namespace {
 

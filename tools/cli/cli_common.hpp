@@ -24,6 +24,10 @@ struct ExperimentOptions {
 // Adds [EXPERIMENT] --set --configs --json to a subcommand.
 void add_experiment_options(CLI::App* cmd, ExperimentOptions& o);
 
+// The head of a text report: the resolved experiment (every key of
+// summary_json), and a line saying so when it uses fewer GPUs than the cluster has.
+std::string experiment_header(const Experiment& e);
+
 // Progress on stderr, only when it is a terminal and output is not JSON.
 class ProgressLine {
  public:

@@ -134,7 +134,8 @@ void register_imbalance(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("imbalance", "Worker- and step-level attention imbalance of each token partition");
   add_experiment_options(cmd, o->exp);
   cmd->add_option("--csv", o->csv, "Also write per-layer and total figures as CSV to this file");
-  cmd->add_option("--partition", o->partitions, "Only these partitions (contiguous, zigzag, stripe, balanced)");
+  cmd->add_option("--partition", o->partitions, "Only this partition (contiguous, zigzag, stripe, balanced; repeatable)")
+      ->allow_extra_args(false);
   cmd->add_flag("--per-layer", o->per_layer, "Print the per-layer table of each partition");
   cmd->callback([o] { run(*o); });
 }

@@ -41,15 +41,16 @@ void run(const Options& o) {
     flops += op.flops;
   }
   if (o.exp.json) {
-    nlohmann::json j{{"experiment", e.name}, {"generator", s.generator}, {"ranks", s.ranks.size()},
+    nlohmann::json j{{"experiment", summary_json(e)}, {"generator", s.generator}, {"ranks", s.ranks.size()},
                      {"groups", s.groups.size()}, {"ops", s.ops.size()}, {"ops_by_kind", kinds},
                      {"p2p_bytes", bytes}, {"flops", flops}};
     if (!o.out.empty()) j["file"] = o.out;
     std::puts(j.dump(2).c_str());
     return;
   }
-  std::string text = fmt::format("experiment {}: generator {}, {} ranks, {} groups, {} ops\n", e.name, s.generator,
-                                 s.ranks.size(), s.groups.size(), s.ops.size());
+  std::string text = experiment_header(e);
+  text += fmt::format("schedule {}: {} ranks, {} groups, {} ops\n", s.generator, s.ranks.size(), s.groups.size(),
+                      s.ops.size());
   Table t({"op kind", "count"});
   for (const auto& [k, n] : kinds) t.row({k, std::to_string(n)});
   text += t.str();

@@ -56,7 +56,7 @@ void run(const Options& o) {
   }
   if (o.exp.json) {
     nlohmann::json j = report::to_json(rep);
-    j["experiment"] = e.name;
+    j["experiment"] = summary_json(e);
     j["engine"] = o.engine;
     j["generator"] = s.generator;
     j["ops"] = s.ops.size();
@@ -64,8 +64,7 @@ void run(const Options& o) {
     std::puts(j.dump(2).c_str());
     return;
   }
-  std::string text = fmt::format("experiment {}: {} on {} ({} GPUs), {} tokens, scope {}\n", e.name, e.model.name,
-                                 e.cluster.name, e.parallel.world(), e.workload.seq_len, to_string(e.scope));
+  std::string text = experiment_header(e);
   text += fmt::format("schedule {}: {} ops over {} ranks; engine {}\n\n", s.generator, s.ops.size(), s.ranks.size(),
                       o.engine);
   text += report::to_text(rep);

@@ -1,23 +1,33 @@
 // ringmaster: which placement and ring schedule is fastest on my cluster, how
 // fast, and why. One subcommand per task; each lives in tools/cli/cmd_*.cpp.
+// Exit status: 0 success, 2 bad input (usage or config error, one line on
+// stderr), 1 anything else.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "sim/config/json_reader.hpp"
 #include "tools/cli/cli_common.hpp"
+#include "tools/cli/version.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"ringmaster: plan, simulate and run long-context attention across a GPU cluster"};
+  CLI::App app{"ringmaster: which placement and ring schedule is fastest for long-context attention on a GPU "
+               "cluster, how fast, and why"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("ringmaster ") + rm::cli::kVersion + " (git " +
+                                        rm::cli::kGitRevision + ")");
   rm::cli::register_imbalance(app);
   rm::cli::register_schedule(app);
   rm::cli::register_simulate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // A usage error is bad input like a config error: one line, exit 2.
+    std::fprintf(stderr, "ringmaster: error: %s (see ringmaster --help)\n", e.what());
+    return 2;
   } catch (const rm::ConfigError& e) {
     std::fprintf(stderr, "ringmaster: error: %s\n", e.what());
     return 2;

@@ -1,4 +1,4 @@
-#include "sim/engine/synthetic_schedules.hpp"
+#include "tests/support/synthetic_schedules.hpp"
 
 #include <algorithm>
 #include <array>

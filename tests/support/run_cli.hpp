@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace rm::test {
@@ -25,6 +26,13 @@ inline std::string slurp(const std::string& path) {
     std::fclose(f);
   }
   return s;
+}
+
+// A fresh folder under the system temp folder, unique to this process.
+inline std::filesystem::path temp_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return d;
 }
 
 // args are passed through the shell as written (quote them yourself).
