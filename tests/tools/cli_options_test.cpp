@@ -89,9 +89,8 @@ TEST(CliOptions, ALayoutTheConfigForbidsExitsTwo) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
-// Needs the layout errors raised as config errors at their source (issue 7,
-// section 5): today the placement throws a plain error and the CLI exits 1.
-TEST(CliOptions, DISABLED_AnUnevenHierarchicalRingIsAConfigError) {
+// Layout errors are raised as config errors where the layout is built.
+TEST(CliOptions, AnUnevenHierarchicalRingIsAConfigError) {
   // 12 context ranks on 8-GPU nodes: 8 on one node and 4 on the next.
   const auto r = run_cli("simulate --set parallel.ring=hierarchical --set parallel.cp=12 --set workload.seq_len=36864"
                          " --set workload.pattern=dense-causal --set scope=attention_fwd");
