@@ -14,6 +14,11 @@ inline double attention_fwd_flops_per_block(int64_t bq, int64_t bk, int head_dim
 inline double attention_fwd_flops_per_nnz(int head_dim) { return 4.0 * double(head_dim); }
 inline constexpr double kAttentionBwdFlopsRatio = 2.5;
 
+// FLOPs a tile kernel executes over `blocks` tiles, masked entries included.
+inline double tile_kernel_flops(double blocks, int64_t bq, int64_t bk, int head_dim, bool backward) {
+  return blocks * attention_fwd_flops_per_block(bq, bk, head_dim) * (backward ? kAttentionBwdFlopsRatio : 1.0);
+}
+
 // FLOPs of an attention op over `nnz` allowed pairs of each of `batch` sequences
 // (seconds come from CostModel::attention_seconds).
 inline double attention_flops(int64_t nnz, int head_dim, int batch, bool backward) {

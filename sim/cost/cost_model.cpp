@@ -27,8 +27,7 @@ double CostModel::rate_flops(OpKind kind, bool sparse_kernel) const {
 }
 
 double CostModel::tile_flops(double blocks, bool backward) const {
-  return blocks * attention_fwd_flops_per_block(tile_.bq, tile_.bk, tile_.head_dim) *
-         (backward ? kAttentionBwdFlopsRatio : 1.0);
+  return tile_kernel_flops(blocks, tile_.bq, tile_.bk, tile_.head_dim, backward);
 }
 
 bool CostModel::sparse_kernel(double flops, double blocks, bool backward) const {

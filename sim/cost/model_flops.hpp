@@ -90,9 +90,8 @@ inline double mask_attention_fwd_flops(const schedule::Schedule& s) {
 // (recomputation included).
 inline double executed_flops(const schedule::Op& op, int64_t bq, int64_t bk, int head_dim) {
   if (op.blocks > 0 && (op.kind == schedule::OpKind::attn_fwd || op.kind == schedule::OpKind::attn_bwd)) {
-    const double tiles = double(op.blocks) * attention_fwd_flops_per_block(bq, bk, head_dim) *
-                         (op.kind == schedule::OpKind::attn_bwd ? kAttentionBwdFlopsRatio : 1.0);
-    return std::max(op.flops, tiles);
+    return std::max(op.flops, tile_kernel_flops(double(op.blocks), bq, bk, head_dim,
+                                                op.kind == schedule::OpKind::attn_bwd));
   }
   return op.flops;
 }

@@ -37,10 +37,4 @@ std::vector<int> DeviceMap::head_group(int d, int c) const {
   for (int h = 0; h < p_.hp; ++h) g.push_back(gpu(d, h, c));
   return g;
 }
-std::vector<int> DeviceMap::data_group(int h, int c) const {
-  std::vector<int> g;
-  for (int d = 0; d < p_.dp; ++d) g.push_back(gpu(d, h, c));
-  return g;
-}
-
 }  // namespace rm

@@ -26,7 +26,6 @@ class DeviceMap {
   int gpu(int d, int h, int c) const;
   std::vector<int> context_group(int d, int h) const;  // GPUs in context-rank order
   std::vector<int> head_group(int d, int c) const;     // GPUs in head-rank order
-  std::vector<int> data_group(int h, int c) const;
 
  private:
   Parallel p_;

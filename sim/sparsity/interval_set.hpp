@@ -31,7 +31,6 @@ class IntervalSet {
   int64_t size() const { return prefix_.empty() ? 0 : prefix_.back(); }  // number of integers
   bool contains(int64_t x) const;
   int64_t count_in(int64_t lo, int64_t hi) const;  // |set ∩ [lo, hi)|
-  bool any_in(int64_t lo, int64_t hi) const { return count_in(lo, hi) > 0; }
   IntervalSet clipped(int64_t lo, int64_t hi) const;  // set ∩ [lo, hi)
   IntervalSet united(const IntervalSet& other) const;
   // Index of the first interval whose hi > x (intervals().size() if none).

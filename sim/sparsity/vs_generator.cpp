@@ -44,12 +44,6 @@ HeadPattern budget_head(Rng& rng, const VsShape& s, int64_t verticals, int64_t s
   return assemble(s, v, v.size(), d, d.size());
 }
 
-double head_block_sparsity(const HeadPattern& p, int64_t seq_len) {
-  const int64_t n = seq_len / kReportShape.bq * kReportShape.bq;
-  if (n == 0) return 0.0;
-  return 1.0 - static_cast<double>(aligned_total_blocks(p, n, kReportShape)) / static_cast<double>(causal_blocks(n));
-}
-
 HeadPattern density_head(Rng& rng, const VsShape& s, double target_density, double vertical_share, int64_t max_verticals,
                          int64_t max_slashes) {
   const Ranked v(draw_distinct(rng, s.sink_tokens, s.seq_len, max_verticals - s.sink_tokens, s.vertical_spread));

@@ -30,8 +30,6 @@ HeadPattern budget_head(Rng& rng, const VsShape& shape, int64_t verticals, int64
 HeadPattern density_head(Rng& rng, const VsShape& shape, double target_density, double vertical_share,
                          int64_t max_verticals, int64_t max_slashes);
 
-// Block sparsity of one head over [0, seq_len) with 128x64 tiles, as MTraining reports it.
-double head_block_sparsity(const HeadPattern& p, int64_t seq_len);
 
 // Per-layer sparsity with the given min, max and mean: a power curve between
 // min and max, in a seeded order over the layers.

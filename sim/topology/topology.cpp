@@ -12,15 +12,6 @@
 
 namespace rm {
 
-const char* to_string(LinkClass c) {
-  switch (c) {
-    case LinkClass::nvlink: return "nvlink";
-    case LinkClass::pcie: return "pcie";
-    case LinkClass::network: return "network";
-  }
-  return "?";
-}
-
 namespace {
 struct EdgeProps {
   int link = 0;
@@ -179,12 +170,6 @@ Route Topology::compute_route(int src, int dst) const {
     }
   }
   return r;
-}
-
-double Topology::transfer_seconds(int src, int dst, double bytes) const {
-  const Route& r = route(src, dst);
-  if (r.links.empty()) return 0;
-  return r.latency_us * 1e-6 + bytes / (r.bottleneck_GBps * 1e9);
 }
 
 int Topology::ring_inter_node_hops(const std::vector<int>& order) const {

@@ -23,7 +23,6 @@
 namespace rm {
 
 enum class LinkClass { nvlink, pcie, network };
-const char* to_string(LinkClass c);
 
 struct Link {
   int from = 0, to = 0;  // vertex ids
@@ -54,13 +53,9 @@ class Topology {
   std::vector<int> gpus_sharing_nic(int gpu) const;
 
   const std::vector<Link>& links() const { return links_; }
-  const std::string& vertex_name(int v) const { return vertex_names_[static_cast<size_t>(v)]; }
-  int vertex_count() const { return static_cast<int>(vertex_names_.size()); }
 
   // Cached; throws std::out_of_range for a GPU outside the cluster.
   const Route& route(int src_gpu, int dst_gpu) const;
-  // Time to move `bytes` from src to dst alone on the network: latency + bytes / bottleneck.
-  double transfer_seconds(int src_gpu, int dst_gpu, double bytes) const;
 
   // Consecutive pairs of a cyclic ring order (including last -> first) that cross nodes.
   int ring_inter_node_hops(const std::vector<int>& order) const;

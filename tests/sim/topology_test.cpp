@@ -33,7 +33,6 @@ TEST(Topology, A100CrossNodeGoesThroughNicsAndSwitch) {
   EXPECT_TRUE(r.inter_node);
   EXPECT_EQ(t.links()[size_t(r.links[0])].name, "n0/gpu3->n0/nic3");
   EXPECT_EQ(t.links()[size_t(r.links[3])].name, "n1/nic3->n1/gpu3");
-  EXPECT_NEAR(t.transfer_seconds(3, 11, 25e6), 6.5e-6 + 1e-3, 1e-12);
 }
 
 TEST(Topology, RingOrderHops) {

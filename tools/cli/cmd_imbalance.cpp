@@ -73,7 +73,7 @@ void run(const Options& o) {
 
   if (o.exp.json) {
     nlohmann::json j;
-    j["experiment"] = e.name;
+    j["experiment"] = summary_json(e);
     j["seq_len"] = e.workload.seq_len;
     j["cp"] = e.parallel.cp;
     j["hp"] = e.parallel.hp;
