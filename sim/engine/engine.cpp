@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -21,11 +23,61 @@ std::optional<EngineKind> parse_engine_kind(std::string_view s) {
 
 traces::Timeline simulate(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m,
                           EngineKind kind) {
-  if (kind == EngineKind::analytic) return to_timeline(s, run_analytic(s, t, m), traces::Source::analytic);
-  return to_timeline(s, run_simgrid(s, t, m), traces::Source::simgrid);
+  const schedule::RunPlan plan(s);
+  if (kind == EngineKind::analytic) return to_timeline(s, plan, run_analytic(s, plan, t, m), traces::Source::analytic);
+  return to_timeline(s, plan, run_simgrid(s, plan, t, m), traces::Source::simgrid);
+}
+
+std::string event_name(const schedule::Op& op) {
+  std::string name(schedule::to_string(op.kind));
+  if (op.layer >= 0) name += " L" + std::to_string(op.layer);
+  if (op.step >= 0) name += " s" + std::to_string(op.step);
+  return name;
+}
+
+std::vector<traces::Edge> timeline_edges(const schedule::Schedule& s, const schedule::RunPlan& plan) {
+  using traces::EdgeKind;
+  const auto n = static_cast<schedule::OpId>(s.ops.size());
+  std::vector<traces::Edge> edges;
+  edges.reserve(s.ops.size() * 3);
+  for (const auto& ops : plan.streams) {
+    size_t prev = 0, head = 0;  // the previous run is ops[prev, head)
+    while (head < ops.size()) {
+      const size_t end = head + static_cast<size_t>(plan.run_length[static_cast<size_t>(ops[head])]);
+      for (size_t i = head; i < end; ++i) {
+        const size_t first = edges.size();
+        for (size_t j = head; j < end; ++j)
+          for (schedule::OpId d : s.ops[static_cast<size_t>(ops[j])].deps) {
+            if (d < 0 || d >= n) continue;  // dangling: validate reports it
+            bool seen = false;
+            for (size_t e = first; e < edges.size() && !seen; ++e) seen = edges[e].from == d;
+            if (!seen) edges.push_back({d, ops[i], EdgeKind::dependency});
+          }
+        for (size_t j = prev; j < head; ++j) edges.push_back({ops[j], ops[i], EdgeKind::stream});
+      }
+      prev = std::exchange(head, end);
+    }
+  }
+  for (const schedule::Op& op : s.ops)
+    if (op.kind == schedule::OpKind::send && plan.match.partner[static_cast<size_t>(op.id)] >= 0)
+      edges.push_back({op.id, plan.match.partner[static_cast<size_t>(op.id)], EdgeKind::p2p});
+  for (const auto& call : plan.match.calls) {
+    schedule::OpId hub = -1;
+    for (schedule::OpId m : call) {
+      if (m < 0) continue;
+      if (hub < 0) hub = m;
+      else edges.push_back({hub, m, EdgeKind::collective});
+    }
+  }
+  return edges;
 }
 
 traces::Timeline to_timeline(const schedule::Schedule& s, const OpTimes& times, traces::Source source) {
+  return to_timeline(s, schedule::RunPlan(s), times, source);
+}
+
+traces::Timeline to_timeline(const schedule::Schedule& s, const schedule::RunPlan& plan, const OpTimes& times,
+                             traces::Source source) {
   // Events are built directly in canonical order (rank, stream, start, end,
   // op; op ids are unique, so the name never decides): sorting small indices
   // is much cheaper than sorting events with their strings.
@@ -57,8 +109,8 @@ traces::Timeline to_timeline(const schedule::Schedule& s, const OpTimes& times, 
     e.op = op.id;
     e.rank = op.rank;
     e.stream = op.stream;
-    e.name = schedule::to_string(op.kind);
-    e.category = e.name;
+    e.name = event_name(op);
+    e.category = schedule::to_string(op.kind);
     e.start_s = times.start[i];
     e.end_s = times.end[i];
     e.layer = op.layer;
@@ -71,6 +123,7 @@ traces::Timeline to_timeline(const schedule::Schedule& s, const OpTimes& times, 
     tl.rank_names[r.id] = fmt::format("rank {} (gpu {})", r.id, r.gpu);
     for (const schedule::Stream& st : r.streams) tl.stream_names[{r.id, st.id}] = st.name;
   }
+  tl.edges = timeline_edges(s, plan);
   tl.metadata["generator"] = s.generator;
   tl.metadata["makespan_s"] = tl.makespan_s();
   return tl;
