@@ -1,6 +1,7 @@
 #include "sim/engine/engine.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -29,10 +30,17 @@ traces::Timeline simulate(const schedule::Schedule& s, const Topology& t, const 
 }
 
 std::string event_name(const schedule::Op& op) {
-  std::string name(schedule::to_string(op.kind));
-  if (op.layer >= 0) name += " L" + std::to_string(op.layer);
-  if (op.step >= 0) name += " s" + std::to_string(op.step);
-  return name;
+  // Built in a stack buffer: this runs once per op of every simulated Timeline.
+  char buf[64];
+  const std::string_view kind = schedule::to_string(op.kind);
+  char* p = std::copy(kind.begin(), kind.end(), buf);
+  for (auto [tag, value] : {std::pair{'L', op.layer}, std::pair{'s', op.step}})
+    if (value >= 0) {
+      *p++ = ' ';
+      *p++ = tag;
+      p = std::to_chars(p, buf + sizeof buf, value).ptr;
+    }
+  return std::string(buf, p);
 }
 
 std::vector<traces::Edge> timeline_edges(const schedule::Schedule& s, const schedule::RunPlan& plan) {

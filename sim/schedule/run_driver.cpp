@@ -129,7 +129,11 @@ void RunDriver::drain() {
       continue;
     }
     if (f.cursor < f.end) {
-      start_op(ops[static_cast<size_t>(f.cursor++)]);
+      const OpId op = ops[static_cast<size_t>(f.cursor++)];
+      // Done with the frame once its last op starts: popping it first keeps a
+      // chain of zero-time ops from stacking one frame per op.
+      if (f.cursor == f.end) stack_.pop_back();
+      start_op(op);
       push_pending();
       continue;
     }
