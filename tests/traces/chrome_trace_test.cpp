@@ -273,6 +273,7 @@ TEST(ChromeTrace, DocumentedExampleReads) {
   EXPECT_NEAR(t.events[0].start_s, 1520.25e-6, 1e-18);
   EXPECT_NEAR(t.events[0].duration_s(), 310.5e-6, 1e-15);
   EXPECT_EQ(t.metadata["step_time_s"], 4.21);
+  EXPECT_EQ(t.edges, (std::vector<Edge>{{1740, 1742, EdgeKind::dependency}, {1741, 1742, EdgeKind::stream}}));
 }
 
 }  // namespace
