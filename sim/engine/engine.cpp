@@ -45,26 +45,35 @@ std::string event_name(const schedule::Op& op) {
 
 std::vector<traces::Edge> timeline_edges(const schedule::Schedule& s, const schedule::RunPlan& plan) {
   using traces::EdgeKind;
-  const auto n = static_cast<schedule::OpId>(s.ops.size());
-  std::vector<traces::Edge> edges;
-  edges.reserve(s.ops.size() * 3);
+  const size_t n = s.ops.size();
+  // Per op, positions in its stream: its run [begin, end) and the previous
+  // run [prev, begin). Filled stream by stream, then read in id order: the
+  // Schedule's ops are read sequentially (they are large).
+  struct Runs {
+    int32_t prev, begin, end;
+  };
+  std::vector<Runs> runs(n);
   for (const auto& ops : plan.streams) {
-    size_t prev = 0, head = 0;  // the previous run is ops[prev, head)
-    while (head < ops.size()) {
-      const size_t end = head + static_cast<size_t>(plan.run_length[static_cast<size_t>(ops[head])]);
-      for (size_t i = head; i < end; ++i) {
-        const size_t first = edges.size();
-        for (size_t j = head; j < end; ++j)
-          for (schedule::OpId d : s.ops[static_cast<size_t>(ops[j])].deps) {
-            if (d < 0 || d >= n) continue;  // dangling: validate reports it
-            bool seen = false;
-            for (size_t e = first; e < edges.size() && !seen; ++e) seen = edges[e].from == d;
-            if (!seen) edges.push_back({d, ops[i], EdgeKind::dependency});
-          }
-        for (size_t j = prev; j < head; ++j) edges.push_back({ops[j], ops[i], EdgeKind::stream});
-      }
+    int32_t prev = 0, head = 0;
+    while (size_t(head) < ops.size()) {
+      const int32_t end = head + plan.run_length[static_cast<size_t>(ops[size_t(head)])];
+      for (int32_t i = head; i < end; ++i) runs[static_cast<size_t>(ops[size_t(i)])] = {prev, head, end};
       prev = std::exchange(head, end);
     }
+  }
+  std::vector<traces::Edge> edges;
+  edges.reserve(n * 3);
+  std::vector<schedule::OpId> seen(n, -1);  // per dep: the last op given an edge from it
+  for (const schedule::Op& op : s.ops) {
+    const Runs r = runs[static_cast<size_t>(op.id)];
+    const auto& ops = plan.streams[static_cast<size_t>(plan.stream_of[static_cast<size_t>(op.id)])];
+    for (int32_t j = r.begin; j < r.end; ++j) {
+      const schedule::Op& member = ops[size_t(j)] == op.id ? op : s.ops[static_cast<size_t>(ops[size_t(j)])];
+      for (schedule::OpId d : member.deps)
+        if (d >= 0 && size_t(d) < n && std::exchange(seen[static_cast<size_t>(d)], op.id) != op.id)
+          edges.push_back({d, op.id, EdgeKind::dependency});  // dangling deps: validate reports them
+    }
+    for (int32_t j = r.prev; j < r.begin; ++j) edges.push_back({ops[size_t(j)], op.id, EdgeKind::stream});
   }
   for (const schedule::Op& op : s.ops)
     if (op.kind == schedule::OpKind::send && plan.match.partner[static_cast<size_t>(op.id)] >= 0)

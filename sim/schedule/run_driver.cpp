@@ -17,13 +17,20 @@ RunPlan::RunPlan(const Schedule& s, CommMatching m) : match(std::move(m)) {
   run_length.assign(n, 0);
   dep_count.resize(n);
   role.resize(n);
-  std::map<std::pair<int, int>, int32_t> index;
+  // Streams numbered by first op: a flat (rank, stream) table, and a map for
+  // the ops of a Schedule not yet validated that name neither.
+  std::vector<size_t> base{0};
+  for (const Rank& r : s.ranks) base.push_back(base.back() + r.streams.size());
+  std::vector<int32_t> flat(base.back(), -1);
+  std::map<std::pair<int, int>, int32_t> odd;
   for (const Op& op : s.ops) {
     const auto i = static_cast<size_t>(op.id);
-    auto [it, fresh] = index.try_emplace({op.rank, op.stream}, static_cast<int32_t>(streams.size()));
-    if (fresh) streams.emplace_back();
-    streams[static_cast<size_t>(it->second)].push_back(op.id);
-    stream_of[i] = it->second;
+    const bool known = s.find_stream(op.rank, op.stream) != nullptr;
+    int32_t& k = known ? flat[base[static_cast<size_t>(op.rank)] + static_cast<size_t>(op.stream)]
+                       : odd.try_emplace({op.rank, op.stream}, -1).first->second;
+    if (k < 0) k = static_cast<int32_t>(streams.size()), streams.emplace_back();
+    streams[static_cast<size_t>(k)].push_back(op.id);
+    stream_of[i] = k;
     dep_count[i] = static_cast<int32_t>(op.deps.size());
     role[i] = is_compute(op.kind) ? Role::compute : is_p2p(op.kind) ? Role::p2p : Role::collective;
   }

@@ -171,11 +171,11 @@ TEST(RunDriver, CompletionsFromOneHookAreHandledInFullOneAfterAnother) {
 }
 
 TEST(RunDriver, ZeroTimeCompletionsFromInsideHooksRunALongChain) {
-  // 200K ops that each release the next, on two streams of one rank: nested
+  // 100K ops that each release the next, on two streams of one rank: nested
   // calls would need a frame per op; the driver's own stack does not.
   Schedule s;
   s.ranks.push_back({0, 0, {{0, StreamKind::compute, "a"}, {1, StreamKind::compute, "b"}}});
-  constexpr int n = 200'000;
+  constexpr int n = 100'000;
   for (int i = 0; i < n; ++i) {
     Op op;
     op.id = i;
