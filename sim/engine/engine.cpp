@@ -46,34 +46,29 @@ std::string event_name(const schedule::Op& op) {
 std::vector<traces::Edge> timeline_edges(const schedule::Schedule& s, const schedule::RunPlan& plan) {
   using traces::EdgeKind;
   const size_t n = s.ops.size();
-  // Per op, positions in its stream: its run [begin, end) and the previous
-  // run [prev, begin). Filled stream by stream, then read in id order: the
-  // Schedule's ops are read sequentially (they are large).
-  struct Runs {
-    int32_t prev, begin, end;
+  // One pass in id order (the Schedule's ops are large: read them once, in
+  // order); per stream, where its current run [begin, end) and the previous
+  // one [prev, begin) lie among its ops.
+  struct Cursor {
+    int32_t next = 0, prev = 0, begin = 0, end = 0;
   };
-  std::vector<Runs> runs(n);
-  for (const auto& ops : plan.streams) {
-    int32_t prev = 0, head = 0;
-    while (size_t(head) < ops.size()) {
-      const int32_t end = head + plan.run_length[static_cast<size_t>(ops[size_t(head)])];
-      for (int32_t i = head; i < end; ++i) runs[static_cast<size_t>(ops[size_t(i)])] = {prev, head, end};
-      prev = std::exchange(head, end);
-    }
-  }
+  std::vector<Cursor> at(plan.streams.size());
   std::vector<traces::Edge> edges;
   edges.reserve(n * 3);
   std::vector<schedule::OpId> seen(n, -1);  // per dep: the last op given an edge from it
   for (const schedule::Op& op : s.ops) {
-    const Runs r = runs[static_cast<size_t>(op.id)];
-    const auto& ops = plan.streams[static_cast<size_t>(plan.stream_of[static_cast<size_t>(op.id)])];
-    for (int32_t j = r.begin; j < r.end; ++j) {
+    const auto k = static_cast<size_t>(plan.stream_of[static_cast<size_t>(op.id)]);
+    const auto& ops = plan.streams[k];
+    Cursor& c = at[k];
+    if (c.next == c.end) c.prev = std::exchange(c.begin, c.end), c.end += plan.run_length[static_cast<size_t>(op.id)];
+    ++c.next;
+    for (int32_t j = c.begin; j < c.end; ++j) {
       const schedule::Op& member = ops[size_t(j)] == op.id ? op : s.ops[static_cast<size_t>(ops[size_t(j)])];
       for (schedule::OpId d : member.deps)
         if (d >= 0 && size_t(d) < n && std::exchange(seen[static_cast<size_t>(d)], op.id) != op.id)
           edges.push_back({d, op.id, EdgeKind::dependency});  // dangling deps: validate reports them
     }
-    for (int32_t j = r.prev; j < r.begin; ++j) edges.push_back({ops[size_t(j)], op.id, EdgeKind::stream});
+    for (int32_t j = c.prev; j < c.begin; ++j) edges.push_back({ops[size_t(j)], op.id, EdgeKind::stream});
   }
   for (const schedule::Op& op : s.ops)
     if (op.kind == schedule::OpKind::send && plan.match.partner[static_cast<size_t>(op.id)] >= 0)
