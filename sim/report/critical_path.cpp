@@ -21,8 +21,9 @@ class EdgeGraph {
  public:
   EdgeGraph(const std::vector<traces::Edge>& edges, size_t n) : begin_(n + 1, 0), partner_(n, -1), hub_(n, -1) {
     auto ok = [n](OpId x) { return x >= 0 && size_t(x) < n; };
+    auto waits = [](EdgeKind k) { return k == EdgeKind::dependency || k == EdgeKind::stream; };
     for (const auto& e : edges)
-      if (ok(e.from) && ok(e.to) && (e.kind == EdgeKind::dependency || e.kind == EdgeKind::stream)) ++begin_[size_t(e.to) + 1];
+      if (ok(e.from) && ok(e.to) && waits(e.kind)) ++begin_[size_t(e.to) + 1];
     for (size_t i = 0; i < n; ++i) begin_[i + 1] += begin_[i];
     waits_.resize(begin_[n]);
     std::vector<size_t> fill(begin_.begin(), begin_.end() - 1);

@@ -79,11 +79,13 @@ CommMatching match_comms(const Schedule& s) {
   std::vector<int64_t> slot_base(coll.keys.size() + 1, 0);  // per key: its members' slots from here
   for (size_t key = 0; key < coll.keys.size(); ++key)
     slot_base[key + 1] = slot_base[key] + int64_t(s.groups[static_cast<size_t>(coll.keys[key].first)].ranks.size());
-  for (size_t i = 0; i < members.size(); ++i) members[i].first = slot_base[static_cast<size_t>(members[i].first)] + position[i];
+  for (size_t i = 0; i < members.size(); ++i)
+    members[i].first = slot_base[static_cast<size_t>(members[i].first)] + position[i];
   const Buckets slots(static_cast<size_t>(slot_base.back()), members);
   std::vector<int32_t> order(coll.keys.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return coll.keys[size_t(a)] < coll.keys[size_t(b)]; });
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return coll.keys[size_t(a)] < coll.keys[size_t(b)]; });
   for (int32_t key : order) {
     const auto first = static_cast<size_t>(slot_base[static_cast<size_t>(key)]);
     const auto size = static_cast<size_t>(slot_base[static_cast<size_t>(key) + 1]) - first;

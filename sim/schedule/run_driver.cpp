@@ -1,6 +1,7 @@
 #include "sim/schedule/run_driver.hpp"
 
 #include <map>
+#include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
@@ -69,6 +70,11 @@ void RunDriver::start() {
 }
 
 void RunDriver::complete(OpId op) {
+  // A backend bug would otherwise corrupt the counters silently.
+  const bool known = op >= 0 && static_cast<size_t>(op) < state_.size();
+  if (!known || !posted(op) || done(op))
+    throw std::logic_error(
+        fmt::format("run driver: op {} completed {}", op, known && done(op) ? "twice" : "before it was posted"));
   state_[static_cast<size_t>(op)] |= kDone;
   ++done_count_;
   if (draining_) {

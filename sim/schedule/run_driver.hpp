@@ -54,7 +54,7 @@ class RunDriver {
   RunDriver(const RunPlan& plan, RunBackend& backend);
 
   void start();            // launches every stream's first run that can launch
-  void complete(OpId op);  // the backend: op has ended (once per op, after its post)
+  void complete(OpId op);  // the backend: op has ended; once per op, after its post (else std::logic_error)
 
   // Progress, for backends and diagnostics.
   bool posted(OpId op) const { return (state_[static_cast<size_t>(op)] & kPosted) != 0; }

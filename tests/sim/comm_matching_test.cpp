@@ -32,7 +32,8 @@ TEST(CommMatching, AgreesWithBruteForceOnScrambledTags) {
         const bool send = op.kind == OpKind::send;
         const int from = send ? op.rank : op.peer, to = send ? op.peer : op.rank;
         auto is = [&](const Op& o, OpKind k) {
-          return o.kind == k && o.tag == op.tag && (k == OpKind::send ? o.rank == from && o.peer == to : o.rank == to && o.peer == from);
+          const bool ends = k == OpKind::send ? o.rank == from && o.peer == to : o.rank == to && o.peer == from;
+          return o.kind == k && o.tag == op.tag && ends;
         };
         const int64_t k = occurrence(s, op, [&](const Op& o) { return is(o, op.kind); });
         const OpKind other = send ? OpKind::recv : OpKind::send;

@@ -69,6 +69,7 @@ TEST(RunDriver, LaunchesRunsInStreamOrderWithJoinedOpsTogether) {
   EXPECT_THROW(d.check_finished(s), ScheduleError);
   d.complete(after);
   EXPECT_NO_THROW(d.check_finished(s));
+  EXPECT_THROW(d.complete(after), std::logic_error);  // twice
 }
 
 TEST(RunDriver, CollectiveStartsWhenItsLastMemberIsPosted) {
@@ -112,6 +113,7 @@ TEST(RunDriver, StopsShortOnADeadlockAndNamesTheFirstStuckOp) {
   d.start();
   EXPECT_EQ(rec.take(), (Log{"post 0", "post 1"}));
   EXPECT_EQ(d.ops_done(), 0);
+  EXPECT_THROW(d.complete(2), std::logic_error);  // never posted
   try {
     d.check_finished(s);
     ADD_FAILURE() << "a deadlocked run passed";
