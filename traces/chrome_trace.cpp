@@ -1,7 +1,9 @@
 #include "traces/chrome_trace.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <iterator>
+#include <unordered_map>
 #include <set>
 
 #include <fmt/format.h>
@@ -69,6 +71,53 @@ void append_event(std::string& out, const Event& e, size_t index) {
   if (e.bytes != 0) field("bytes"), fmt::format_to(std::back_inserter(out), "{}", e.bytes);
   if (e.flops != 0) field("flops"), fmt::format_to(std::back_inserter(out), "{}", e.flops);
   out += "}},\n";
+}
+
+// Perfetto draws an arrow from the send's slice to the recv's: flow events
+// bound to the enclosing slice, placed mid-slice so binding cannot miss.
+void append_flows(std::string& out, const std::vector<Event>& events, const std::vector<Edge>& edges) {
+  if (std::none_of(edges.begin(), edges.end(), [](const Edge& e) { return e.kind == EdgeKind::p2p; })) return;
+  std::unordered_map<int64_t, const Event*> by_op;
+  for (const auto& e : events)
+    if (e.op >= 0) by_op.try_emplace(e.op, &e);
+  int64_t id = 0;
+  for (const Edge& edge : edges) {
+    if (edge.kind != EdgeKind::p2p) continue;
+    auto from = by_op.find(edge.from), to = by_op.find(edge.to);
+    if (from == by_op.end() || to == by_op.end() || edge.from == edge.to) continue;
+    ++id;
+    for (const Event* e : {from->second, to->second})
+      fmt::format_to(std::back_inserter(out),
+                     "{{\"ph\":\"{}\",{}\"id\":{},\"name\":\"p2p\",\"cat\":\"p2p\",\"pid\":{},\"tid\":{},\"ts\":{}}},\n",
+                     e == from->second ? "s" : "f", e == from->second ? "" : "\"bp\":\"e\",", id, e->rank, e->stream,
+                     (e->start_s + e->end_s) * 0.5e6);
+  }
+}
+
+void append_edges(std::string& out, const std::vector<Edge>& edges) {
+  out += ",\"edges\":[";
+  for (size_t i = 0; i < edges.size(); ++i)
+    fmt::format_to(std::back_inserter(out), "{}[{},{},\"{}\"]", i ? "," : "", edges[i].from, edges[i].to,
+                   to_string(edges[i].kind));
+  out += "]";
+}
+
+std::vector<Edge> read_edges(const nlohmann::json& edges, const std::string& name) {
+  if (!edges.is_array()) throw TraceError(fmt::format("{}: otherData.edges must be an array", name));
+  std::vector<Edge> out;
+  out.reserve(edges.size());
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const auto& e = edges[i];
+    std::optional<EdgeKind> kind;
+    if (e.is_array() && e.size() == 3 && e[0].is_number_integer() && e[1].is_number_integer() && e[2].is_string())
+      kind = parse_edge_kind(e[2].get<std::string>());
+    if (!kind)
+      throw TraceError(fmt::format("{}: otherData.edges[{}]: expected [from op, to op, kind] with kind one of stream, "
+                                   "dependency, p2p, collective; got {}",
+                                   name, i, e.dump()));
+    out.push_back({e[0].get<int64_t>(), e[1].get<int64_t>(), *kind});
+  }
+  return out;
 }
 
 int int_field(const nlohmann::json& ev, const char* key, size_t index, const std::string& name) {
@@ -142,10 +191,13 @@ std::string to_chrome_json(const Timeline& t) {
   for (int r : ranks) append_meta(out, "process", r, 0, t.rank_name(r), r);
   for (const auto& k : streams) append_meta(out, "thread", k.rank, k.stream, t.stream_name(k.rank, k.stream), k.stream);
   for (size_t i = 0; i < events.size(); ++i) append_event(out, events[i], i);
+  append_flows(out, events, t.edges);
   if (out.ends_with(",\n")) out.resize(out.size() - 2), out += "\n";  // JSON allows no trailing comma
   nlohmann::json other = {{"format", kFormat}, {"version", kVersion}, {"source", to_string(t.source)},
                           {"metadata", t.metadata}};
-  fmt::format_to(std::back_inserter(out), "],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{}}}\n", other.dump());
+  std::string od = other.dump();
+  if (!t.edges.empty()) od.pop_back(), append_edges(od, t.edges), od += "}";
+  fmt::format_to(std::back_inserter(out), "],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{}}}\n", od);
   return out;
 }
 
@@ -163,6 +215,8 @@ Timeline from_chrome_json(std::string_view text, const std::string& name) {
     if (!m.is_object()) throw TraceError(fmt::format("{}: otherData.metadata must be an object", name));
     t.metadata = m;
   }
+  if (root.is_object() && root.contains("otherData") && root["otherData"].contains("edges"))
+    t.edges = read_edges(root["otherData"]["edges"], name);
   const nlohmann::json* events = root.is_array() ? &root : nullptr;
   if (!events) {
     auto it = root.find("traceEvents");

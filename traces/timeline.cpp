@@ -13,6 +13,7 @@ namespace rm::traces {
 namespace {
 constexpr std::array<std::string_view, 5> kSourceNames = {"analytic", "simgrid", "runtime-cpu", "runtime-cuda",
                                                           "kineto"};
+constexpr std::array<std::string_view, kEdgeKindCount> kEdgeKindNames = {"stream", "dependency", "p2p", "collective"};
 
 auto order_key(const Event& e) { return std::tie(e.rank, e.stream, e.start_s, e.end_s, e.op, e.name); }
 
@@ -40,6 +41,14 @@ std::string_view to_string(Source s) { return kSourceNames.at(static_cast<size_t
 std::optional<Source> parse_source(std::string_view s) {
   for (size_t i = 0; i < kSourceNames.size(); ++i)
     if (kSourceNames[i] == s) return static_cast<Source>(i);
+  return std::nullopt;
+}
+
+std::string_view to_string(EdgeKind k) { return kEdgeKindNames.at(static_cast<size_t>(k)); }
+
+std::optional<EdgeKind> parse_edge_kind(std::string_view s) {
+  for (size_t i = 0; i < kEdgeKindNames.size(); ++i)
+    if (kEdgeKindNames[i] == s) return static_cast<EdgeKind>(i);
   return std::nullopt;
 }
 
@@ -101,7 +110,7 @@ std::string Timeline::stream_name(int rank, int stream) const {
 
 bool approx_equal(const Timeline& a, const Timeline& b) {
   if (a.source != b.source || a.metadata != b.metadata || a.rank_names != b.rank_names ||
-      a.stream_names != b.stream_names || a.events.size() != b.events.size())
+      a.stream_names != b.stream_names || a.edges != b.edges || a.events.size() != b.events.size())
     return false;
   Timeline sa = a, sb = b;
   sa.sort();

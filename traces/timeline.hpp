@@ -1,7 +1,9 @@
 // The Timeline: what happened (measured) or is predicted to happen, as timed
-// events per rank and stream. Engines and the runtime produce it, trace
-// readers import it, compare/calibrate consume it. It knows no Schedule: an
-// event carries the Schedule op id as a plain integer (-1 when none).
+// events per rank and stream, and typed edges saying what waited for what.
+// Engines and the runtime produce it, trace readers import it, compare,
+// calibrate and the critical path consume it. It knows no Schedule: an event
+// carries the Schedule op id as a plain integer (-1 when none), and edges join
+// op ids (a reader that infers edges gives the events it links op ids).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +41,25 @@ struct Event {
   bool operator==(const Event&) const = default;
 };
 
+// Why one op waited for another (HolisticTraceAnalysis's critical-path graph
+// has the same idea with GPU-side kinds).
+enum class EdgeKind : uint8_t {
+  stream,      // same stream: `to` launched after `from`, the previous run, ended
+  dependency,  // an explicit dependency: `to` started after `from` ended
+  p2p,         // a matched send (`from`) and recv (`to`): they transfer together
+  collective,  // members of one collective call: the call starts once all are posted
+};
+inline constexpr int kEdgeKindCount = 4;
+std::string_view to_string(EdgeKind k);
+std::optional<EdgeKind> parse_edge_kind(std::string_view s);
+
+struct Edge {
+  int64_t from = -1;  // op ids
+  int64_t to = -1;
+  EdgeKind kind = EdgeKind::stream;
+  bool operator==(const Edge&) const = default;
+};
+
 // Canonical event order: rank, stream, start, end, op, name.
 bool canonical_less(const Event& a, const Event& b);
 
@@ -54,6 +75,7 @@ struct Timeline {
   std::map<int, std::string> rank_names;               // optional; default "rank N"
   std::map<StreamKey, std::string> stream_names;       // optional; default "stream N"
   std::vector<Event> events;
+  std::vector<Edge> edges;  // in the producer's order (kept by sort() and by files)
 
   void sort();  // into canonical order, which writers emit
 
@@ -78,7 +100,7 @@ struct Timeline {
 inline constexpr double kTimeRoundTripRelTol = 1e-14;
 
 // Equal up to kTimeRoundTripRelTol on times (absolute floor 1e-18 s), exactly
-// elsewhere; both sides compared in canonical order.
+// elsewhere (edges too, in order); events compared in canonical order.
 bool approx_equal(const Timeline& a, const Timeline& b);
 
 }  // namespace rm::traces

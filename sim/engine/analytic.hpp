@@ -12,9 +12,14 @@
 #pragma once
 
 #include "sim/engine/engine.hpp"
+#include "sim/schedule/run_driver.hpp"
 
 namespace rm::engine {
 
+// The Schedule runs through the run driver (sim/schedule/run_driver.hpp);
+// pass its plan when the caller has one.
 OpTimes run_analytic(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m);
+OpTimes run_analytic(const schedule::Schedule& s, const schedule::RunPlan& plan, const Topology& t,
+                     const cost::CostModel& m);
 
 }  // namespace rm::engine

@@ -1,11 +1,9 @@
 // Engines turn (Schedule, Topology, CostModel) into a predicted Timeline.
-// Both engines run the Schedule with the runtime's semantics: a stream runs
-// its ops in id order, one run at a time (an op plus the p2p ops joined to
-// it, which start together); an op starts when its stream reaches it and its
-// dependencies have ended; a send/recv pair transfers once both have started
-// and both end when the transfer ends; a collective starts once every member
-// has started, runs as the CostModel's transfer plan, and each member ends
-// when its last transfer (sent or received) ends.
+// Both run the Schedule through the run driver (sim/schedule/run_driver.hpp),
+// which defines the runtime's semantics once; the engines add time: a
+// send/recv pair ends when its transfer ends; a collective runs as the
+// CostModel's transfer plan, and each member ends when its last transfer
+// (sent or received) ends.
 //   analytic — a discrete-event list scheduler, links serialised (analytic.hpp);
 //   simgrid  — SimGrid 3.32 S4U with max-min fair link sharing, run in a
 //              forked child process (simgrid_engine.hpp).
@@ -19,6 +17,7 @@
 #include <vector>
 
 #include "sim/cost/cost_model.hpp"
+#include "sim/schedule/run_driver.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/topology/topology.hpp"
 #include "traces/timeline.hpp"
@@ -38,9 +37,27 @@ struct OpTimes {
 traces::Timeline simulate(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m,
                           EngineKind kind);
 
-// One event per op (name = kind, category = kind, layer/phase/step, bytes,
-// flops), stream names from the Schedule, canonical order. metadata holds
-// "generator" and "makespan_s".
+// One event per op (name "attn_fwd L3 s2": kind, then layer and ring step
+// when >= 0; category = kind; layer/phase/step, bytes, flops), stream names
+// from the Schedule, canonical order, and the run graph's typed edges
+// (timeline_edges). metadata holds "generator" and "makespan_s".
 traces::Timeline to_timeline(const schedule::Schedule& s, const OpTimes& times, traces::Source source);
+traces::Timeline to_timeline(const schedule::Schedule& s, const schedule::RunPlan& plan, const OpTimes& times,
+                             traces::Source source);
+
+// What each op's start waited for under the run driver, as typed edges between
+// op ids (traces/timeline.hpp defines the kinds):
+//   dependency  d -> x for each dep d of x's run (x's own deps and those of the
+//               ops joined with it: the run launches when all have ended),
+//               in listed order, each once;
+//   stream      every op of the previous run on x's stream -> x;
+//   p2p         send -> recv of each matched pair;
+//   collective  the call's first member -> each other member (member order).
+// Per op x: its dependency edges, then its stream edges; then every p2p edge,
+// then every collective edge.
+std::vector<traces::Edge> timeline_edges(const schedule::Schedule& s, const schedule::RunPlan& plan);
+
+// "attn_fwd L3 s2": the op's event name.
+std::string event_name(const schedule::Op& op);
 
 }  // namespace rm::engine

@@ -1,57 +1,19 @@
 #include "sim/engine/exec_plan.hpp"
 
 #include <algorithm>
-#include <map>
-
-#include <fmt/format.h>
-
-#include "sim/schedule/schedule_error.hpp"
 
 namespace rm::engine {
 
 using schedule::Op;
-using schedule::OpId;
 
-ExecPlan make_exec_plan(const schedule::Schedule& s, const cost::CostModel& m) {
-  ExecPlan p;
-  const size_t n = s.ops.size();
-  p.match = schedule::match_comms(s);
-  p.stream_of.resize(n);
-  p.run_length.assign(n, 0);
-  p.compute_s.assign(n, 0.0);
-  p.member_of.assign(n, -1);
-  std::map<std::pair<int, int>, int32_t> index;
-  for (const Op& op : s.ops) {
-    auto [it, fresh] = index.try_emplace({op.rank, op.stream}, static_cast<int32_t>(p.streams.size()));
-    if (fresh) p.streams.emplace_back();
-    p.streams[static_cast<size_t>(it->second)].push_back(op.id);
-    p.stream_of[static_cast<size_t>(op.id)] = it->second;
-    if (schedule::is_compute(op.kind)) p.compute_s[static_cast<size_t>(op.id)] = m.compute_seconds(op);
-  }
-  for (const auto& ops : p.streams) {
-    size_t head = 0;
-    for (size_t i = 1; i <= ops.size(); ++i)
-      if (i == ops.size() || !s.ops[static_cast<size_t>(ops[i])].joined) {
-        p.run_length[static_cast<size_t>(ops[head])] = static_cast<int32_t>(i - head);
-        head = i;
-      }
-  }
-  p.dependents_begin.assign(n + 1, 0);
+ExecPlan::ExecPlan(const schedule::Schedule& s, const schedule::RunPlan& r, const cost::CostModel& m)
+    : run(r), compute_s(s.ops.size(), 0.0) {
   for (const Op& op : s.ops)
-    for (OpId d : op.deps) ++p.dependents_begin[static_cast<size_t>(d) + 1];
-  for (size_t i = 0; i < n; ++i) p.dependents_begin[i + 1] += p.dependents_begin[i];
-  p.dependents.resize(static_cast<size_t>(p.dependents_begin[n]));
-  std::vector<int64_t> fill(p.dependents_begin.begin(), p.dependents_begin.end() - 1);
-  for (const Op& op : s.ops)
-    for (OpId d : op.deps) p.dependents[static_cast<size_t>(fill[static_cast<size_t>(d)]++)] = op.id;
-  for (const auto& call : p.match.calls)
-    for (size_t i = 0; i < call.size(); ++i)
-      if (call[i] >= 0) p.member_of[static_cast<size_t>(call[i])] = static_cast<int32_t>(i);
-  for (const auto& r : s.ranks) p.gpu_of_rank.push_back(r.gpu);
-  return p;
+    if (schedule::is_compute(op.kind)) compute_s[static_cast<size_t>(op.id)] = m.compute_seconds(op);
+  for (const auto& rank : s.ranks) gpu_of_rank.push_back(rank.gpu);
 }
 
-std::vector<cost::PlannedTransfer> plan_call(const schedule::Schedule& s, const ExecPlan& p, int64_t call) {
+std::vector<cost::PlannedTransfer> plan_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t call) {
   const auto& ops = p.match.calls[static_cast<size_t>(call)];
   const Op& first = s.ops[static_cast<size_t>(ops.front())];
   int root = 0;
@@ -62,15 +24,8 @@ std::vector<cost::PlannedTransfer> plan_call(const schedule::Schedule& s, const 
   return cost::CostModel::plan_collective(first.kind, static_cast<int>(ops.size()), double(first.bytes), root);
 }
 
-void check_all_ended(const schedule::Schedule& s, const std::vector<double>& end) {
-  for (size_t i = 0; i < end.size(); ++i)
-    if (end[i] < 0)
-      throw schedule::ScheduleError(
-          fmt::format("{}: never runs (the schedule deadlocks; run schedule::validate for the cause)",
-                      schedule::describe(s, static_cast<OpId>(i))));
-}
-
-void begin_call(const schedule::Schedule& s, const ExecPlan& p, int64_t c, CallRun& run, std::vector<Xfer>& xfers) {
+void begin_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t c, CallRun& run,
+                std::vector<Xfer>& xfers) {
   run.plan = plan_call(s, p, c);
   const auto& members = p.match.calls[static_cast<size_t>(c)];
   run.member_left.assign(members.size(), 0);
@@ -96,15 +51,10 @@ void begin_call(const schedule::Schedule& s, const ExecPlan& p, int64_t c, CallR
   }
 }
 
-RunState::RunState(const schedule::Schedule& s, const ExecPlan& p) {
-  const size_t n = s.ops.size();
+RunState::RunState(const schedule::RunPlan& p) {
+  const size_t n = p.stream_of.size();
   times.start.assign(n, -1.0);
   times.end.assign(n, -1.0);
-  deps_left.resize(n);
-  for (const auto& op : s.ops) deps_left[static_cast<size_t>(op.id)] = static_cast<int32_t>(op.deps.size());
-  head.assign(p.streams.size(), 0);
-  run_left.assign(p.streams.size(), 0);
-  arrived.assign(p.match.calls.size(), 0);
   calls.resize(p.match.calls.size());
 }
 

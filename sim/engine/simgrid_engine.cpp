@@ -25,24 +25,23 @@ using schedule::OpId;
 
 constexpr double kStreamFlopsPerS = 1e9;  // executions carry seconds x 1e9 "flops"
 
-// One actor drives the whole schedule as an event loop: it starts every
-// compute op as an asynchronous execution on its stream's host and every
-// transfer (p2p pair or collective plan step) as an asynchronous
-// Comm::sendto, then handles whichever activity ends next. SimGrid still
-// shares links max-min fairly among the transfers in flight; no actor is
-// created per transfer and no condition variables are needed.
-class SgRun {
+// One actor drives the whole schedule as an event loop, as the run driver's
+// backend: it starts every compute op as an asynchronous execution on its
+// stream's host and every transfer (p2p pair or collective plan step) as an
+// asynchronous Comm::sendto, then handles whichever activity ends next.
+// SimGrid still shares links max-min fairly among the transfers in flight; no
+// actor is created per transfer and no condition variables are needed.
+class SgRun final : public schedule::RunBackend {
  public:
-  SgRun(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m)
-      : s_(s), t_(t), m_(m), p_(make_exec_plan(s, m)), st_(s, p_) {
-    launched_.assign(s.ops.size(), false);
+  SgRun(const schedule::Schedule& s, const schedule::RunPlan& run, const Topology& t, const cost::CostModel& m)
+      : s_(s), t_(t), m_(m), p_(s, run, m), st_(run), driver_(run, *this) {
     build_platform();
   }
 
   OpTimes run() {
     sim_.spawn("driver", 0, [this] { drive(); });
     sim_.run();
-    check_all_ended(s_, st_.times.end);
+    driver_.check_finished(s_);
     return std::move(st_.times);
   }
 
@@ -50,19 +49,20 @@ class SgRun {
   // Tags of activities: low 2 bits the kind, the rest an index.
   enum : int64_t { kCompute = 0, kP2p = 1, kXfer = 2 };
   static int64_t tag(int64_t index, int64_t kind) { return index * 4 + kind; }
+  const schedule::CommMatching& match() const { return p_.run.match; }
 
   // Hosts: one per GPU, then one per stream. Links: one per Topology link,
   // then one loopback per GPU. Routes only for the GPU pairs the schedule uses.
   void build_platform() {
     for (int g = 0; g < t_.gpus(); ++g) sim_.add_host(fmt::format("gpu{}", g), kStreamFlopsPerS);
     stream_host_base_ = t_.gpus();
-    for (size_t k = 0; k < p_.streams.size(); ++k) sim_.add_host(fmt::format("stream{}", k), kStreamFlopsPerS);
+    for (size_t k = 0; k < p_.run.streams.size(); ++k) sim_.add_host(fmt::format("stream{}", k), kStreamFlopsPerS);
     for (const Link& l : t_.links()) sim_.add_link(l.name, m_.link_rate_Bps(l), m_.link_latency_s(l));
     std::set<std::pair<int, int>> pairs;
     for (const Op& op : s_.ops)
       if (op.kind == schedule::OpKind::send) pairs.insert({gpu(op.rank), gpu(op.peer)});
-    for (size_t c = 0; c < p_.match.calls.size(); ++c)
-      for (const auto& x : plan_call(s_, p_, static_cast<int64_t>(c))) pairs.insert(call_gpus(c, x));
+    for (size_t c = 0; c < match().calls.size(); ++c)
+      for (const auto& x : plan_call(s_, p_.run, static_cast<int64_t>(c))) pairs.insert(call_gpus(c, x));
     for (auto [a, b] : pairs) {
       if (a == b) {
         const int l = sim_.add_link(fmt::format("gpu{}-loopback", a), m_.local_copy_rate_Bps(), 0.0, false);
@@ -75,20 +75,20 @@ class SgRun {
 
   int gpu(int rank) const { return p_.gpu_of_rank[static_cast<size_t>(rank)]; }
   std::pair<int, int> call_gpus(size_t c, const cost::PlannedTransfer& x) const {
-    const auto& ops = p_.match.calls[c];
+    const auto& ops = match().calls[c];
     return {gpu(s_.ops[static_cast<size_t>(ops[static_cast<size_t>(x.src)])].rank),
             gpu(s_.ops[static_cast<size_t>(ops[static_cast<size_t>(x.dst)])].rank)};
   }
 
   void drive() {
-    for (size_t k = 0; k < p_.streams.size(); ++k) try_stream(k);
+    driver_.start();
     while (sim_.in_flight() > 0) {
       const int64_t t = sim_.wait_next();
       const int64_t index = t / 4;
       switch (t % 4) {
         case kCompute: finish(index); break;
         case kP2p: {
-          const OpId partner = p_.match.partner[static_cast<size_t>(index)];
+          const OpId partner = match().partner[static_cast<size_t>(index)];
           finish(index);
           finish(partner);
           break;
@@ -98,43 +98,23 @@ class SgRun {
     }
   }
 
-  // Starts the stream's next run if its ops' dependencies have all ended.
-  void try_stream(size_t k) {
-    const auto& ops = p_.streams[k];
-    if (st_.run_left[k] > 0 || st_.head[k] >= ops.size()) return;
-    const size_t head = st_.head[k], end = head + static_cast<size_t>(p_.run_length[static_cast<size_t>(ops[head])]);
-    for (size_t i = head; i < end; ++i)
-      if (st_.deps_left[static_cast<size_t>(ops[i])] > 0) return;
-    st_.run_left[k] = end - head;
-    const double now = sim_.now();
-    for (size_t i = head; i < end; ++i) st_.times.start[static_cast<size_t>(ops[i])] = now;
-    for (size_t i = head; i < end; ++i) start_op(ops[i], k);
-  }
+  void post(OpId id) override { st_.times.start[static_cast<size_t>(id)] = sim_.now(); }
 
-  void start_op(OpId id, size_t k) {
+  void start_compute(OpId id) override {
     const auto i = static_cast<size_t>(id);
-    const Op& op = s_.ops[i];
-    if (schedule::is_compute(op.kind)) {
-      sim_.start_execute(stream_host_base_ + static_cast<int>(k), p_.compute_s[i] * kStreamFlopsPerS, tag(id, kCompute));
-    } else if (schedule::is_p2p(op.kind)) {
-      const OpId partner = p_.match.partner[i];
-      if (st_.times.start[static_cast<size_t>(partner)] < 0) return;  // the partner starts the transfer
-      // A run's ops all start before any is launched, so both sides of a pair
-      // in one run see each other started: launch once.
-      const Op& send = op.kind == schedule::OpKind::send ? op : s_.ops[static_cast<size_t>(partner)];
-      if (launched_[static_cast<size_t>(send.id)]) return;
-      launched_[static_cast<size_t>(send.id)] = true;
-      sim_.start_transfer(gpu(send.rank), gpu(send.peer), double(send.bytes), tag(send.id, kP2p));
-    } else {
-      const int64_t c = p_.match.call_of[i];
-      if (++st_.arrived[static_cast<size_t>(c)] == p_.match.calls[static_cast<size_t>(c)].size()) start_call(c);
-    }
+    sim_.start_execute(stream_host_base_ + p_.run.stream_of[i], p_.compute_s[i] * kStreamFlopsPerS, tag(id, kCompute));
   }
 
-  void start_call(int64_t c) {
+  void start_p2p(OpId id, OpId partner) override {
+    const Op& op = s_.ops[static_cast<size_t>(id)];
+    const Op& send = op.kind == schedule::OpKind::send ? op : s_.ops[static_cast<size_t>(partner)];
+    sim_.start_transfer(gpu(send.rank), gpu(send.peer), double(send.bytes), tag(send.id, kP2p));
+  }
+
+  void start_collective(int64_t c) override {
     CallRun& run = st_.calls[static_cast<size_t>(c)];
-    begin_call(s_, p_, c, run, st_.xfers);
-    const auto& members = p_.match.calls[static_cast<size_t>(c)];
+    begin_call(s_, p_.run, c, run, st_.xfers);
+    const auto& members = match().calls[static_cast<size_t>(c)];
     // Start the ready transfers before finishing members without any: a
     // finish may start other calls and grow st_.xfers.
     const int64_t base = run.base;
@@ -147,8 +127,9 @@ class SgRun {
 
   void start_xfer(int64_t x) {
     const Xfer& xf = st_.xfers[static_cast<size_t>(x)];
-    const auto [src, dst] = call_gpus(static_cast<size_t>(xf.call), st_.calls[static_cast<size_t>(xf.call)].plan[static_cast<size_t>(xf.local)]);
-    sim_.start_transfer(src, dst, st_.calls[static_cast<size_t>(xf.call)].plan[static_cast<size_t>(xf.local)].bytes, tag(x, kXfer));
+    const auto& pt = st_.calls[static_cast<size_t>(xf.call)].plan[static_cast<size_t>(xf.local)];
+    const auto [src, dst] = call_gpus(static_cast<size_t>(xf.call), pt);
+    sim_.start_transfer(src, dst, pt.bytes, tag(x, kXfer));
   }
 
   void xfer_done(int64_t x) {
@@ -162,34 +143,25 @@ class SgRun {
       const int64_t d = base + run.dependents[static_cast<size_t>(i)];
       if (--st_.xfers[static_cast<size_t>(d)].deps_left == 0) start_xfer(d);
     }
-    const auto& members = p_.match.calls[static_cast<size_t>(xf.call)];
+    const auto& members = match().calls[static_cast<size_t>(xf.call)];
     const auto& pt = run.plan[static_cast<size_t>(xf.local)];
     for (int m : {pt.src, pt.dst})
       if (--run.member_left[static_cast<size_t>(m)] == 0) finish(members[static_cast<size_t>(m)]);
   }
 
   void finish(OpId id) {
-    const auto i = static_cast<size_t>(id);
-    st_.times.end[i] = sim_.now();
-    for (int64_t j = p_.dependents_begin[i]; j < p_.dependents_begin[i + 1]; ++j) {
-      const OpId d = p_.dependents[static_cast<size_t>(j)];
-      if (--st_.deps_left[static_cast<size_t>(d)] == 0) try_stream(static_cast<size_t>(p_.stream_of[static_cast<size_t>(d)]));
-    }
-    const auto k = static_cast<size_t>(p_.stream_of[i]);
-    if (--st_.run_left[k] == 0) {
-      st_.head[k] += static_cast<size_t>(p_.run_length[static_cast<size_t>(p_.streams[k][st_.head[k]])]);
-      try_stream(k);
-    }
+    st_.times.end[static_cast<size_t>(id)] = sim_.now();
+    driver_.complete(id);
   }
 
   const schedule::Schedule& s_;
   const Topology& t_;
   const cost::CostModel& m_;
   ExecPlan p_;
+  RunState st_;
+  schedule::RunDriver driver_;
   sg::Simulation sim_;
   int stream_host_base_ = 0;
-  RunState st_;
-  std::vector<bool> launched_;  // per send op: its transfer has started
 };
 
 // The child's reply: a status byte ('o' ok, 's' schedule error, 'e' other
@@ -205,12 +177,13 @@ void write_all(int fd, const void* data, size_t size) {
   }
 }
 
-void child(int fd, const schedule::Schedule& s, const Topology& t, const cost::CostModel& m) {
+void child(int fd, const schedule::Schedule& s, const schedule::RunPlan& plan, const Topology& t,
+           const cost::CostModel& m) {
   char status = 'o';
   std::string message;
   OpTimes times;
   try {
-    times = SgRun(s, t, m).run();
+    times = SgRun(s, plan, t, m).run();
   } catch (const schedule::ScheduleError& e) {
     status = 's', message = e.what();
   } catch (const std::exception& e) {
@@ -242,6 +215,11 @@ std::string read_all(int fd) {
 }  // namespace
 
 OpTimes run_simgrid(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m) {
+  return run_simgrid(s, schedule::RunPlan(s), t, m);
+}
+
+OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, const Topology& t,
+                    const cost::CostModel& m) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(fmt::format("simgrid engine: pipe: {}", std::strerror(errno)));
   // Flush stdio first: the child inherits unwritten buffers, and SimGrid's
@@ -251,7 +229,7 @@ OpTimes run_simgrid(const schedule::Schedule& s, const Topology& t, const cost::
   if (pid < 0) throw std::runtime_error(fmt::format("simgrid engine: fork: {}", std::strerror(errno)));
   if (pid == 0) {
     ::close(fds[0]);
-    child(fds[1], s, t, m);
+    child(fds[1], s, plan, t, m);
   }
   ::close(fds[1]);
   const std::string reply = read_all(fds[0]);

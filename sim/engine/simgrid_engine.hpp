@@ -9,7 +9,7 @@
 //              gpuG -> gpuG via a non-shared loopback      never share a core)
 //              at the local copy rate
 //
-// One driver actor walks every stream's runs as an event loop: compute is an
+// One actor runs the Schedule through the run driver as an event loop: compute is an
 // asynchronous execution of compute_seconds x 1e9 flops on a 1 GFLOP/s stream
 // host; each transfer (a matched send/recv, or one PlannedTransfer of a
 // collective) is an asynchronous sendto between the two GPU hosts once it is
@@ -21,12 +21,16 @@
 #pragma once
 
 #include "sim/engine/engine.hpp"
+#include "sim/schedule/run_driver.hpp"
 
 namespace rm::engine {
 
 // Forks, simulates in the child, returns its op times. Throws
 // schedule::ScheduleError when the schedule cannot run to the end, and
 // std::runtime_error when the child fails.
+// The Schedule runs through the run driver (sim/schedule/run_driver.hpp).
 OpTimes run_simgrid(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m);
+OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, const Topology& t,
+                    const cost::CostModel& m);
 
 }  // namespace rm::engine

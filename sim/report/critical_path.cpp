@@ -4,75 +4,81 @@
 #include <map>
 #include <utility>
 
-#include "sim/schedule/comm_matching.hpp"
-
 namespace rm::report {
 
 using schedule::Op;
 using schedule::OpId;
 using schedule::OpKind;
 using schedule::Phase;
+using traces::EdgeKind;
 using traces::Event;
 
 namespace {
 
-// What the start of each op waited for, in the engines' semantics (engine.hpp):
-// a stream launches runs (an op plus the p2p ops joined to it) in id order, a
-// run once every op of it has its deps ended and the previous run has ended.
-class StartConstraints {
+// The Timeline's edges indexed by op: what each op waited for (dependency
+// edges, then stream edges, each in the Timeline's order) and its partners.
+class EdgeGraph {
  public:
-  explicit StartConstraints(const schedule::Schedule& s) : s_(s), match_(schedule::match_comms(s)) {
-    run_of_.resize(s.ops.size());
-    std::map<std::pair<int, int>, int64_t> last_run;  // per (rank, stream)
-    for (const Op& op : s.ops) {
-      auto [it, fresh] = last_run.try_emplace({op.rank, op.stream}, -1);
-      if (fresh || !op.joined) {
-        prev_run_.push_back(it->second);
-        runs_.emplace_back();
-        it->second = int64_t(runs_.size()) - 1;
+  EdgeGraph(const std::vector<traces::Edge>& edges, size_t n) : begin_(n + 1, 0), partner_(n, -1), hub_(n, -1) {
+    auto ok = [n](OpId x) { return x >= 0 && size_t(x) < n; };
+    auto waits = [](EdgeKind k) { return k == EdgeKind::dependency || k == EdgeKind::stream; };
+    for (const auto& e : edges)
+      if (ok(e.from) && ok(e.to) && waits(e.kind)) ++begin_[size_t(e.to) + 1];
+    for (size_t i = 0; i < n; ++i) begin_[i + 1] += begin_[i];
+    waits_.resize(begin_[n]);
+    std::vector<size_t> fill(begin_.begin(), begin_.end() - 1);
+    for (EdgeKind kind : {EdgeKind::dependency, EdgeKind::stream})
+      for (const auto& e : edges)
+        if (e.kind == kind && ok(e.from) && ok(e.to)) waits_[fill[size_t(e.to)]++] = e.from;
+    for (const auto& e : edges) {
+      if (!ok(e.from) || !ok(e.to)) continue;
+      if (e.kind == EdgeKind::p2p) partner_[size_t(e.from)] = e.to, partner_[size_t(e.to)] = e.from;
+      if (e.kind == EdgeKind::collective) {
+        hub_[size_t(e.to)] = e.from;
+        hub_[size_t(e.from)] = e.from;
+        members_[e.from].push_back(e.to);
       }
-      runs_[size_t(it->second)].push_back(op.id);
-      run_of_[size_t(op.id)] = it->second;
     }
   }
 
-  // The op's own constraints: the deps of its run, and the previous run's ops.
+  // What op's start waited for, in order.
   template <class F>
-  void local(OpId op, F&& f) const {
-    const int64_t run = run_of_[size_t(op)];
-    for (OpId x : runs_[size_t(run)])
-      for (OpId d : s_.ops[size_t(x)].deps) f(d);
-    if (prev_run_[size_t(run)] >= 0)
-      for (OpId x : runs_[size_t(prev_run_[size_t(run)])]) f(x);
+  void waits(OpId op, F&& f) const {
+    for (size_t i = begin_[size_t(op)]; i < begin_[size_t(op) + 1]; ++i) f(waits_[i]);
   }
 
-  // The ops whose posting a transfer of `op` also waits for.
+  // The ops whose posting a transfer of `op` also waited for: its p2p partner,
+  // or the other members of its collective call in member order.
   std::vector<OpId> partners(OpId op) const {
     std::vector<OpId> out;
-    if (OpId p = match_.partner[size_t(op)]; p >= 0) out.push_back(p);
-    if (int64_t c = match_.call_of[size_t(op)]; c >= 0)
-      for (OpId m : match_.calls[size_t(c)])
-        if (m >= 0 && m != op) out.push_back(m);
+    if (partner_[size_t(op)] >= 0) out.push_back(partner_[size_t(op)]);
+    if (const OpId hub = hub_[size_t(op)]; hub >= 0) {
+      if (hub != op) out.push_back(hub);
+      for (OpId m : members_.at(hub))
+        if (m != op) out.push_back(m);
+    }
     return out;
   }
 
  private:
-  const schedule::Schedule& s_;
-  schedule::CommMatching match_;
-  std::vector<int64_t> run_of_, prev_run_;
-  std::vector<std::vector<OpId>> runs_;
+  std::vector<size_t> begin_;
+  std::vector<OpId> waits_, partner_, hub_;
+  std::map<OpId, std::vector<OpId>> members_;  // per call's first member: the others
 };
 
 }  // namespace
 
-CriticalPath critical_path(const schedule::Schedule& s, const std::vector<const Event*>& ev) {
+CriticalPath critical_path(const schedule::Schedule& s, const traces::Timeline& tl) {
   CriticalPath cp;
+  std::vector<const Event*> ev(s.ops.size(), nullptr);
+  for (const Event& x : tl.events)
+    if (x.op >= 0 && size_t(x.op) < ev.size() && !ev[size_t(x.op)]) ev[size_t(x.op)] = &x;
   OpId cur = -1;
   for (const Op& op : s.ops)
     if (ev[size_t(op.id)] && (cur < 0 || ev[size_t(op.id)]->end_s > ev[size_t(cur)]->end_s)) cur = op.id;
   if (cur < 0) return cp;
 
-  const StartConstraints sc(s);
+  const EdgeGraph g(tl.edges, s.ops.size());
   std::vector<char> on_path(s.ops.size(), 0);
   std::map<std::pair<OpKind, Phase>, CriticalPathShare> shares;
   auto visit = [&](OpId op, double seconds) {
@@ -90,12 +96,11 @@ CriticalPath critical_path(const schedule::Schedule& s, const std::vector<const 
   const double t_end = ev[size_t(cur)]->end_s;
   double t = t_end;  // the path covers [t, t_end] so far
   for (;;) {
-    // The latest-ending constraint of cur or of a partner (cur's own first on ties).
+    // The latest-ending wait of cur or of a partner (cur's own first on ties).
     OpId best = -1, via = -1;
     double best_end = 0;
     auto consider = [&](OpId through) {
-      sc.local(through, [&](OpId p) {
-        if (p < 0 || size_t(p) >= ev.size()) return;  // a dangling dep of an unvalidated Schedule
+      g.waits(through, [&](OpId p) {
         const Event* e = ev[size_t(p)];
         if (!e || on_path[size_t(p)] || (best >= 0 && e->end_s <= best_end)) return;
         best = p;
@@ -104,7 +109,7 @@ CriticalPath critical_path(const schedule::Schedule& s, const std::vector<const 
       });
     };
     consider(cur);
-    for (OpId m : sc.partners(cur))
+    for (OpId m : g.partners(cur))
       if (!on_path[size_t(m)]) consider(m);
 
     const double start = std::min(ev[size_t(cur)]->start_s, t);
@@ -114,7 +119,7 @@ CriticalPath critical_path(const schedule::Schedule& s, const std::vector<const 
       break;
     }
     const double ready = std::min(best_end, t);
-    // A partner's constraint can end after cur was posted: the transfer ran from then.
+    // A partner's wait can end after cur was posted: the transfer ran from then.
     visit(cur, t - std::max(start, ready));
     cp.waiting_s += std::max(0.0, start - ready);
     if (via != cur) visit(via, 0.0);

@@ -1,6 +1,6 @@
-// The critical path of a Timeline over its Schedule: the chain of ops, walked
-// back from the op that ends last, whose ends each gated the next start, and
-// where its time went (compute, communication, waiting; per op kind).
+// The critical path of a Timeline: a walk of its typed edges (traces::Edge)
+// back from the op that ends last, through the ends that each gated the next
+// start, and where its time went (compute, communication, waiting; per op kind).
 #pragma once
 
 #include <vector>
@@ -18,9 +18,9 @@ struct CriticalPathShare {
 };
 
 // Walked back from the op that ends last: at each op, the latest-ending of
-// what its start waited for — its explicit deps, the previous launch on its
-// stream, and for a matched send/recv or collective the same of its partner or
-// of the call's other members (the transfer starts once all are posted).
+// what its start waited for — the sources of its dependency and stream edges —
+// and for a p2p or collective op the same of its partner or of the call's
+// other members (the transfer starts once all are posted).
 struct CriticalPath {
   double length_s = 0;              // end of the last op - start of the first op of the path
   std::vector<schedule::OpId> ops;  // first to last in time, with the partners the path went through
@@ -30,7 +30,8 @@ struct CriticalPath {
   std::vector<CriticalPathShare> by_kind;  // seconds per (kind, phase), largest first
 };
 
-// ev[op id]: the op's event in the Timeline, or nullptr when it has none.
-CriticalPath critical_path(const schedule::Schedule& s, const std::vector<const traces::Event*>& ev);
+// s gives each op's kind and phase; tl's events and edges give the graph
+// (engine::to_timeline fills both). Ops without an event are skipped.
+CriticalPath critical_path(const schedule::Schedule& s, const traces::Timeline& tl);
 
 }  // namespace rm::report

@@ -134,7 +134,7 @@ StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, co
   }
   r.breakdown = breakdown(s, tl, r.step_time_s);
   r.imbalance = imbalance(s, ev);
-  r.critical_path = critical_path(s, ev);
+  r.critical_path = critical_path(s, tl);
   return r;
 }
 

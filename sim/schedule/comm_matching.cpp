@@ -1,52 +1,101 @@
 #include "sim/schedule/comm_matching.hpp"
 
 #include <algorithm>
-#include <map>
 #include <tuple>
+#include <unordered_map>
 
 namespace rm::schedule {
+
+namespace {
+
+// Dense ids for keys, in first-seen order: one hash lookup per op, whether a
+// schedule has a few keys (a step's collectives) or one per ring step.
+template <class Key>
+struct KeyIds {
+  struct Hash {
+    size_t operator()(const Key& k) const {
+      size_t h = 0;
+      std::apply([&](const auto&... x) { ((h = h * 1000003u ^ std::hash<std::decay_t<decltype(x)>>{}(x)), ...); }, k);
+      return h;
+    }
+  };
+  std::unordered_map<Key, int32_t, Hash> ids;
+  std::vector<Key> keys;
+  int32_t operator()(const Key& k) {
+    auto [it, fresh] = ids.try_emplace(k, static_cast<int32_t>(keys.size()));
+    if (fresh) keys.push_back(k);
+    return it->second;
+  }
+};
+
+// Ops grouped by bucket, each bucket in id order (a counting sort).
+struct Buckets {
+  std::vector<int64_t> begin;
+  std::vector<OpId> ops;
+  Buckets(size_t n, const std::vector<std::pair<int64_t, OpId>>& items) : begin(n + 1, 0), ops(items.size()) {
+    for (const auto& [b, op] : items) ++begin[static_cast<size_t>(b) + 1];
+    for (size_t i = 0; i < n; ++i) begin[i + 1] += begin[i];
+    std::vector<int64_t> fill(begin.begin(), begin.end() - 1);
+    for (const auto& [b, op] : items) ops[static_cast<size_t>(fill[static_cast<size_t>(b)]++)] = op;
+  }
+  int64_t size(size_t b) const { return begin[b + 1] - begin[b]; }
+  OpId at(size_t b, int64_t k) const { return ops[static_cast<size_t>(begin[b] + k)]; }
+};
+
+}  // namespace
 
 CommMatching match_comms(const Schedule& s) {
   CommMatching m;
   m.partner.assign(s.ops.size(), -1);
   m.call_of.assign(s.ops.size(), -1);
-
-  using P2PKey = std::tuple<int, int, int64_t>;  // sender, receiver, tag
-  std::map<P2PKey, std::vector<OpId>> sends, recvs;
-  // (group, tag) -> per member position, that member's ops in id order
-  std::map<std::pair<int, int64_t>, std::vector<std::vector<OpId>>> coll;
   const auto n_ranks = static_cast<int>(s.ranks.size());
   const auto n_groups = static_cast<int>(s.groups.size());
 
+  KeyIds<std::tuple<int, int, int64_t>> p2p;  // sender, receiver, tag
+  KeyIds<std::pair<int, int64_t>> coll;       // group, tag
+  std::vector<std::pair<int64_t, OpId>> sends, recvs, members;  // (key id, op); members: (key id, position)
+  std::vector<int32_t> position;
   for (const Op& op : s.ops) {
     if (op.rank < 0 || op.rank >= n_ranks) continue;
-    if (op.kind == OpKind::send) sends[{op.rank, op.peer, op.tag}].push_back(op.id);
-    if (op.kind == OpKind::recv) recvs[{op.peer, op.rank, op.tag}].push_back(op.id);
+    if (op.kind == OpKind::send) sends.emplace_back(p2p({op.rank, op.peer, op.tag}), op.id);
+    if (op.kind == OpKind::recv) recvs.emplace_back(p2p({op.peer, op.rank, op.tag}), op.id);
     if (is_collective(op.kind) && op.group >= 0 && op.group < n_groups) {
-      const auto& members = s.groups[static_cast<size_t>(op.group)].ranks;
-      auto pos = std::find(members.begin(), members.end(), op.rank);
-      if (pos == members.end()) continue;
-      auto& per_member = coll[{op.group, op.tag}];
-      per_member.resize(members.size());
-      per_member[static_cast<size_t>(pos - members.begin())].push_back(op.id);
+      const auto& g = s.groups[static_cast<size_t>(op.group)].ranks;
+      auto pos = std::find(g.begin(), g.end(), op.rank);
+      if (pos == g.end()) continue;
+      members.emplace_back(coll({op.group, op.tag}), op.id);
+      position.push_back(static_cast<int32_t>(pos - g.begin()));
     }
   }
-  for (const auto& [key, ss] : sends) {
-    auto it = recvs.find(key);
-    if (it == recvs.end()) continue;
-    for (size_t k = 0; k < std::min(ss.size(), it->second.size()); ++k) {
-      m.partner[static_cast<size_t>(ss[k])] = it->second[k];
-      m.partner[static_cast<size_t>(it->second[k])] = ss[k];
+  // The k-th send and the k-th recv of one key pair up.
+  const Buckets bs(p2p.keys.size(), sends), br(p2p.keys.size(), recvs);
+  for (size_t key = 0; key < p2p.keys.size(); ++key)
+    for (int64_t k = 0; k < std::min(bs.size(key), br.size(key)); ++k) {
+      m.partner[static_cast<size_t>(bs.at(key, k))] = br.at(key, k);
+      m.partner[static_cast<size_t>(br.at(key, k))] = bs.at(key, k);
     }
-  }
-  for (const auto& [key, per_member] : coll) {
-    size_t calls = 0;
-    for (const auto& ops : per_member) calls = std::max(calls, ops.size());
-    for (size_t k = 0; k < calls; ++k) {
-      std::vector<OpId> call(per_member.size(), -1);
-      for (size_t p = 0; p < per_member.size(); ++p) {
-        if (k >= per_member[p].size()) continue;
-        call[p] = per_member[p][k];
+  // The k-th op of each member on one (group, tag) forms its k-th call; calls
+  // are numbered by (group, tag), then k.
+  std::vector<int64_t> slot_base(coll.keys.size() + 1, 0);  // per key: its members' slots from here
+  for (size_t key = 0; key < coll.keys.size(); ++key)
+    slot_base[key + 1] = slot_base[key] + int64_t(s.groups[static_cast<size_t>(coll.keys[key].first)].ranks.size());
+  for (size_t i = 0; i < members.size(); ++i)
+    members[i].first = slot_base[static_cast<size_t>(members[i].first)] + position[i];
+  const Buckets slots(static_cast<size_t>(slot_base.back()), members);
+  std::vector<int32_t> order(coll.keys.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return coll.keys[size_t(a)] < coll.keys[size_t(b)]; });
+  for (int32_t key : order) {
+    const auto first = static_cast<size_t>(slot_base[static_cast<size_t>(key)]);
+    const auto size = static_cast<size_t>(slot_base[static_cast<size_t>(key) + 1]) - first;
+    int64_t calls = 0;
+    for (size_t p = 0; p < size; ++p) calls = std::max(calls, slots.size(first + p));
+    for (int64_t k = 0; k < calls; ++k) {
+      std::vector<OpId> call(size, -1);
+      for (size_t p = 0; p < size; ++p) {
+        if (k >= slots.size(first + p)) continue;
+        call[p] = slots.at(first + p, k);
         m.call_of[static_cast<size_t>(call[p])] = static_cast<int64_t>(m.calls.size());
       }
       m.calls.push_back(std::move(call));

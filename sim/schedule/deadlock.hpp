@@ -1,8 +1,6 @@
-// Deadlock detection by an abstract run of a structurally sound, acyclic
-// Schedule: each stream runs its ops in id order; an op starts when its stream
-// reaches it and its dependencies are done; a send/recv finishes once its
-// partner has started too (rendezvous), a collective once every member has
-// started; joined p2p ops start together. Ops that never finish are stuck.
+// Deadlock detection: a zero-time run of a structurally sound, acyclic
+// Schedule through the run driver (run_driver.hpp), whose backend ends every
+// op as soon as it starts. Ops that never end are stuck.
 #pragma once
 
 #include <vector>

@@ -85,6 +85,7 @@ Hand hand() {
   add(1, 1, OpKind::recv, 0, 0, 0, {}, 0, 5);
   add(1, 0, OpKind::attn_fwd, 1, 6, 60, {3}, 5, 8);
   add(0, 0, OpKind::attn_fwd, 1, 2, 20, {}, 3, 4.5);
+  h.tl.edges = engine::timeline_edges(h.s, schedule::RunPlan(h.s));  // what the engines add
   return h;
 }
 
@@ -193,6 +194,7 @@ TEST(StepReport, CriticalPathFollowsTheStreamAndACollectiveMember) {
   add(0, 1, OpKind::all_reduce, {1}, 2, 4);
   add(1, 0, OpKind::gemm, {}, 0, 3);
   add(1, 1, OpKind::all_reduce, {3}, 3, 4);
+  h.tl.edges = engine::timeline_edges(h.s, schedule::RunPlan(h.s));
   const CriticalPath cp = make_step_report(h.e, h.s, h.tl).critical_path;
   EXPECT_EQ(cp.ops, (std::vector<schedule::OpId>{3, 4, 2}));
   EXPECT_DOUBLE_EQ(cp.length_s, 4);
@@ -202,6 +204,7 @@ TEST(StepReport, CriticalPathFollowsTheStreamAndACollectiveMember) {
   // Without the all-reduce, op 1's stream predecessor is on the path.
   h.s.ops.resize(2);
   h.tl.events.resize(2);
+  h.tl.edges = engine::timeline_edges(h.s, schedule::RunPlan(h.s));
   EXPECT_EQ(make_step_report(h.e, h.s, h.tl).critical_path.ops, (std::vector<schedule::OpId>{0, 1}));
 }
 

@@ -33,6 +33,12 @@ inline Timeline random_timeline(unsigned seed, int events = 200) {
     e.flops = pick(2) ? 0.0 : t(rng) * 1e13;
     tl.events.push_back(e);
   }
+  // Edges between the events' ops, of every kind, in no particular order.
+  for (int i = 0; i < events / 2; ++i) {
+    const Event& a = tl.events[static_cast<size_t>(pick(events))];
+    const Event& b = tl.events[static_cast<size_t>(pick(events))];
+    if (a.op >= 0 && b.op >= 0) tl.edges.push_back({a.op, b.op, static_cast<EdgeKind>(pick(kEdgeKindCount))});
+  }
   return tl;
 }
 

@@ -91,6 +91,62 @@ TEST(ChromeTrace, RoundTripsRandomTimelines) {
   }
 }
 
+TEST(ChromeTrace, EdgesRoundTripInOrderAndSendRecvGetFlowArrows) {
+  Timeline t = two_events();
+  Event recv = timed(8, 0.0012, 0.002);
+  recv.rank = 0;
+  recv.stream = 1;
+  recv.name = recv.category = "recv";
+  Event next = timed(9, 0.002, 0.003);
+  t.events.push_back(recv);
+  t.events.push_back(next);
+  t.edges = {{8, 9, EdgeKind::dependency}, {7, 8, EdgeKind::p2p}, {7, 9, EdgeKind::stream},
+             {9, 8, EdgeKind::collective}, {7, 8, EdgeKind::p2p}};
+  const std::string text = to_chrome_json(t);
+  const Timeline back = from_chrome_json(text, "mem");
+  EXPECT_EQ(back.edges, t.edges);
+  EXPECT_TRUE(approx_equal(t, back));
+
+  // One flow per p2p edge: "s" on the send's slice, "f" bound to the enclosing recv slice, ids shared.
+  std::vector<nlohmann::json> starts, finishes;
+  const auto j = nlohmann::json::parse(text);
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "s") starts.push_back(e);
+    if (e["ph"] == "f") finishes.push_back(e);
+  }
+  ASSERT_EQ(starts.size(), 2u);
+  ASSERT_EQ(finishes.size(), 2u);
+  EXPECT_NE(starts[0]["id"], starts[1]["id"]);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(starts[i]["id"], finishes[i]["id"]);
+    EXPECT_EQ(starts[i]["pid"], 1);
+    EXPECT_EQ(starts[i]["tid"], 2);
+    EXPECT_GE(starts[i]["ts"].get<double>(), 1000.0);  // inside the send [1000, 1500] us
+    EXPECT_LE(starts[i]["ts"].get<double>(), 1500.0);
+    EXPECT_EQ(finishes[i]["pid"], 0);
+    EXPECT_EQ(finishes[i]["tid"], 1);
+    EXPECT_EQ(finishes[i]["bp"], "e");
+    EXPECT_GE(finishes[i]["ts"].get<double>(), 1200.0);  // inside the recv [1200, 2000] us
+    EXPECT_LE(finishes[i]["ts"].get<double>(), 2000.0);
+  }
+}
+
+TEST(ChromeTrace, RejectsMalformedEdges) {
+  Timeline t = two_events();
+  t.edges = {{7, 7, EdgeKind::stream}};
+  std::string text = to_chrome_json(t);
+  const auto at = text.find("\"stream\"]");
+  ASSERT_NE(at, std::string::npos);
+  try {
+    from_chrome_json(text.replace(at, 8, "\"sideways\""), "bad.json");
+    ADD_FAILURE() << "accepted an unknown edge kind";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json: otherData.edges[0]: expected [from op, to op, kind]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ChromeTrace, RoundTripKeepsSubMicrosecondTimes) {
   Timeline t;
   t.events.push_back(timed(1, 3.000000000123, 3.000000000456));
@@ -217,6 +273,7 @@ TEST(ChromeTrace, DocumentedExampleReads) {
   EXPECT_NEAR(t.events[0].start_s, 1520.25e-6, 1e-18);
   EXPECT_NEAR(t.events[0].duration_s(), 310.5e-6, 1e-15);
   EXPECT_EQ(t.metadata["step_time_s"], 4.21);
+  EXPECT_EQ(t.edges, (std::vector<Edge>{{1740, 1742, EdgeKind::dependency}, {1741, 1742, EdgeKind::stream}}));
 }
 
 }  // namespace

@@ -64,6 +64,27 @@ TEST(Timeline, SourceNames) {
   EXPECT_FALSE(parse_source("ns3"));
 }
 
+TEST(Timeline, EdgeKindNames) {
+  for (int k = 0; k < kEdgeKindCount; ++k) EXPECT_EQ(parse_edge_kind(to_string(EdgeKind(k))), EdgeKind(k));
+  EXPECT_EQ(to_string(EdgeKind::dependency), "dependency");
+  EXPECT_FALSE(parse_edge_kind("launch"));
+}
+
+TEST(Timeline, SortKeepsEdgesAndEqualityComparesThem) {
+  Timeline a = sample();
+  a.edges = {{2, 1, EdgeKind::stream}, {1, 2, EdgeKind::p2p}};
+  Timeline b = a;
+  std::reverse(b.events.begin(), b.events.end());
+  b.sort();
+  EXPECT_EQ(b.edges, a.edges);
+  EXPECT_TRUE(approx_equal(a, b));
+  std::swap(b.edges[0], b.edges[1]);
+  EXPECT_FALSE(approx_equal(a, b));
+  b.edges = a.edges;
+  b.edges[1].kind = EdgeKind::collective;
+  EXPECT_FALSE(approx_equal(a, b));
+}
+
 TEST(Timeline, ApproxEqualToleratesRoundingOnly) {
   Timeline a = sample(), b = sample();
   std::reverse(b.events.begin(), b.events.end());
