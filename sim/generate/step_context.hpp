@@ -5,7 +5,10 @@
 // the ops that must end before the next piece may start on that rank.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/config/experiment.hpp"
@@ -55,6 +58,14 @@ struct StepContext {
   // A compute op on `rank` after ready[rank]; ready[rank] becomes it.
   OpId compute(int rank, schedule::OpKind kind, schedule::Where where, schedule::ComputeCost cost, RankDeps& ready);
 
+  // The buffer `name` on `rank`, declared on first use (then its role, dtype and
+  // shape must agree: one name, one tensor).
+  int buffer(int rank, const std::string& name, schedule::BufferRole role, schedule::DType dtype,
+             std::vector<int64_t> shape, bool per_layer = false);
+  void access(OpId op, std::vector<int> reads, std::vector<int> writes) {
+    b.set_access(op, std::move(reads), std::move(writes));
+  }
+
   const Experiment& e;
   const Topology& topo;
   bool patterns_dynamic = false;
@@ -68,6 +79,9 @@ struct StepContext {
   std::vector<int> head_groups;     // per (d, c)
   int world_group = -1;
   std::vector<RankStreams> streams;  // per rank
+
+ private:
+  std::map<std::pair<int, std::string>, int> buffer_ids_;
 };
 
 }  // namespace rm::generate

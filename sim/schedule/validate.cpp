@@ -243,7 +243,16 @@ class Checker {
         if (a->writes.size() != 1) add(ProblemKind::bad_data, op.id, "a recv writes exactly one buffer");
         else need("writes", a->writes, false);
         break;
-      case OpKind::all_to_all:
+      case OpKind::all_to_all: {  // may narrow what it reads (fp32 dK|dV leave the ring as bf16)
+        need("writes", a->writes, false);
+        int64_t in = 0, out = 0;
+        for (int b : a->reads) in += s_.buffers[static_cast<size_t>(b)].elements();
+        for (int b : a->writes) out += s_.buffers[static_cast<size_t>(b)].elements();
+        if (in != out)
+          add(ProblemKind::bad_data, op.id,
+              fmt::format("reads {} elements but writes {}: an all-to-all moves its input whole", in, out));
+        break;
+      }
       case OpKind::all_reduce:
         need("reads", a->reads, false);
         need("writes", a->writes, false);
