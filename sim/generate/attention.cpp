@@ -1,6 +1,7 @@
 #include "sim/generate/attention.hpp"
 
 #include <functional>
+#include <string_view>
 
 #include "sim/generate/layer_costs.hpp"
 #include "sim/generate/ring_emitter.hpp"
@@ -13,16 +14,37 @@ using schedule::OpKind;
 using schedule::Phase;
 using schedule::Where;
 
-AttentionTensors attention_tensors(StepContext& ctx, int r) {
+namespace {
+// Name suffixes of the Q|K|V and O|LSE a pass uses. A recomputation writes its
+// own (the forward's may still be on their way round the ring): the full one
+// all four, the selective one (no attention) the Q|K|V its backward exchanges again.
+struct Sets {
+  const char* qkv;
+  const char* o;
+};
+Sets sets_for(const StepContext& ctx, Phase phase) {
+  const bool recomputes = ctx.e.scope == Scope::layer || ctx.e.scope == Scope::step;
+  if (phase == Phase::forward || !recomputes) return {"", ""};
+  switch (ctx.e.parallel.checkpoint) {
+    case Checkpoint::full: return {".re", ".re"};
+    case Checkpoint::selective: return {".bwd", ""};
+    case Checkpoint::none: break;
+  }
+  return {"", ""};
+}
+}  // namespace
+
+AttentionTensors attention_tensors(StepContext& ctx, int r, Phase phase) {
   const Experiment& e = ctx.e;
+  const Sets sets = sets_for(ctx, phase);
   const HeadShard s = head_shard(e.model, e.parallel.hp, ctx.coord[size_t(r)].h);
   const int64_t b = e.workload.batch, T = e.workload.seq_len / e.parallel.cp, D = e.model.head_dim;
   const std::vector<int64_t> q{b, T, s.heads, D}, kv{2, b, T, s.kv_heads, D};
   AttentionTensors t;
-  t.q = ctx.buffer(r, "q", BufferRole::q, DType::bf16, q, true);
-  t.kv = ctx.buffer(r, "kv", BufferRole::kv, DType::bf16, kv, true);
-  t.o = ctx.buffer(r, "o", BufferRole::o, DType::bf16, q, true);
-  t.lse = ctx.buffer(r, "lse", BufferRole::lse, DType::fp32, {b, s.heads, T}, true);
+  t.q = ctx.buffer(r, std::string("q") + sets.qkv, BufferRole::q, DType::bf16, q, true);
+  t.kv = ctx.buffer(r, std::string("kv") + sets.qkv, BufferRole::kv, DType::bf16, kv, true);
+  t.o = ctx.buffer(r, std::string("o") + sets.o, BufferRole::o, DType::bf16, q, true);
+  t.lse = ctx.buffer(r, std::string("lse") + sets.o, BufferRole::lse, DType::fp32, {b, s.heads, T}, true);
   if (ctx.has_backward()) {
     t.d_o = ctx.buffer(r, "do", BufferRole::d_o, DType::bf16, q);
     t.dq = ctx.buffer(r, "dq", BufferRole::dq, DType::bf16, q);
@@ -48,15 +70,15 @@ int stage_buffer(StepContext& ctx, int r, int home, int stage) {
   return ctx.buffer(r, h.name + (stage == 0 ? ".seq" : ".pre"), BufferRole::exchange, DType::bf16, h.shape, keep);
 }
 
-std::vector<int> parts_in(StepContext& ctx, int r, bool backward, bool qkv_recomputed) {
-  const AttentionTensors t = attention_tensors(ctx, r);
+std::vector<int> parts_in(StepContext& ctx, int r, Phase phase, bool backward) {
+  const AttentionTensors t = attention_tensors(ctx, r, phase);
   if (!backward) return {t.q, t.kv};
-  if (qkv_recomputed) return {t.d_o, t.q, t.kv};
+  if (std::string_view(sets_for(ctx, phase).qkv) == ".bwd") return {t.d_o, t.q, t.kv};  // exchanged again
   return {t.d_o};
 }
 
-std::vector<int> parts_out(StepContext& ctx, int r, bool backward) {
-  const AttentionTensors t = attention_tensors(ctx, r);
+std::vector<int> parts_out(StepContext& ctx, int r, Phase phase, bool backward) {
+  const AttentionTensors t = attention_tensors(ctx, r, phase);
   if (!backward) return {t.o};
   return {t.dq, t.dkv};
 }
@@ -69,11 +91,11 @@ std::vector<int> at_stage(StepContext& ctx, int r, const std::vector<int>& homes
 
 }  // namespace
 
-std::vector<int> attention_inputs(StepContext& ctx, int r, bool backward, bool qkv_recomputed) {
-  return at_stage(ctx, r, parts_in(ctx, r, backward, qkv_recomputed), 0);
+std::vector<int> attention_inputs(StepContext& ctx, int r, Phase phase, bool backward) {
+  return at_stage(ctx, r, parts_in(ctx, r, phase, backward), 0);
 }
-std::vector<int> attention_outputs(StepContext& ctx, int r, bool backward) {
-  return at_stage(ctx, r, parts_out(ctx, r, backward), 0);
+std::vector<int> attention_outputs(StepContext& ctx, int r, Phase phase, bool backward) {
+  return at_stage(ctx, r, parts_out(ctx, r, phase, backward), 0);
 }
 
 namespace {
@@ -135,7 +157,7 @@ void build_indices(StepContext& ctx, int d, int h, int layer, RankDeps& ready) {
   std::vector<Bufs> buf(static_cast<size_t>(cp));
   for (int c = 0; c < cp; ++c) {
     const int r = ctx.rank(d, h, c);
-    const AttentionTensors t = attention_tensors(ctx, r);
+    const AttentionTensors t = attention_tensors(ctx, r, Phase::forward);
     Bufs& x = buf[size_t(c)];
     x.q = t.q;
     x.kv = t.kv;
@@ -204,8 +226,8 @@ void emit_attention(StepContext& ctx, const AttentionCall& call, RankDeps& ready
   const int64_t in = !call.backward ? x.q + x.kv : x.q + (call.qkv_recomputed ? x.q + x.kv : 0);
   const int64_t out = !call.backward ? x.q : x.q + x.kv;
 
-  auto ins = [&](int r) { return parts_in(ctx, r, call.backward, call.qkv_recomputed); };
-  auto outs = [&](int r) { return parts_out(ctx, r, call.backward); };
+  auto ins = [&](int r) { return parts_in(ctx, r, call.phase, call.backward); };
+  auto outs = [&](int r) { return parts_out(ctx, r, call.phase, call.backward); };
   int stage = 0;
   if (p.hp > 1) all_to_all_everywhere(ctx, ctx.head_groups, in, where, ready, ins, stage, stage + 1), ++stage;
   if (ctx.shuffles()) all_to_all_everywhere(ctx, ctx.context_groups, in, where, ready, ins, stage, stage + 1), ++stage;

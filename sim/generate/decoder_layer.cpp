@@ -99,11 +99,11 @@ void emit_layer_forward(StepContext& ctx, const LayerForward& f, RankDeps& ready
   elementwise(ctx, w, m.hidden, kNormFlopsPerElement, ready,
               io([&](int r, const LayerBuffers& b) { return RW{{layer_input(ctx, r, L), b.weights}, {b.xn1}}; }));
   gemm(ctx, w, {q + 2 * kv, m.hidden}, false, ready, io([&](int r, const LayerBuffers& b) {
-         return RW{{b.xn1, b.weights}, attention_inputs(ctx, r, false, false)};
+         return RW{{b.xn1, b.weights}, attention_inputs(ctx, r, f.phase, false)};
        }));
   if (f.with_attention) emit_attention(ctx, {f.phase, f.layer, false, false}, ready);
   gemm(ctx, w, {m.hidden, q}, false, ready, io([&](int r, const LayerBuffers& b) {
-         return RW{cat(attention_outputs(ctx, r, false), {b.weights, layer_input(ctx, r, L)}), {b.h}};
+         return RW{cat(attention_outputs(ctx, r, f.phase, false), {b.weights, layer_input(ctx, r, L)}), {b.h}};
        }));
   elementwise(ctx, w, m.hidden, kNormFlopsPerElement, ready,
               io([&](int, const LayerBuffers& b) { return RW{{b.h, b.weights}, {b.hn}}; }));
@@ -133,12 +133,12 @@ void emit_layer_backward(StepContext& ctx, int layer, bool qkv_recomputed, RankD
   elementwise(ctx, w, m.hidden, kNormFlopsPerElement, ready,
               io([&](int, const LayerBuffers& b) { return RW{{b.dhn, b.h, b.weights, b.dx}, {b.dh}}; }));
   gemm(ctx, w, {m.hidden, q}, true, ready, io([&](int r, const LayerBuffers& b) {
-         return RW{cat({b.dh, b.weights}, attention_outputs(ctx, r, false)),
-                   cat({b.wgrad}, {attention_inputs(ctx, r, true, false)})};
+         return RW{cat({b.dh, b.weights}, attention_outputs(ctx, r, Phase::backward, false)),
+                   cat({b.wgrad}, {attention_inputs(ctx, r, Phase::backward, true)})};
        }));
   emit_attention(ctx, {Phase::backward, layer, true, qkv_recomputed}, ready);
   gemm(ctx, w, {q + 2 * kv, m.hidden}, true, ready, io([&](int r, const LayerBuffers& b) {
-         return RW{cat({b.xn1, b.weights}, attention_outputs(ctx, r, true)), {b.dxn1, b.wgrad}};
+         return RW{cat({b.xn1, b.weights}, attention_outputs(ctx, r, Phase::backward, true)), {b.dxn1, b.wgrad}};
        }));
   elementwise(ctx, w, m.hidden, kNormFlopsPerElement, ready, io([&](int r, const LayerBuffers& b) {
                 return RW{{b.dxn1, layer_input(ctx, r, layer), b.weights, b.dh}, {b.dx}};

@@ -86,27 +86,37 @@ int token_set_of(StepContext& ctx, const sparsity::TokenSet& t) {
 // arriving with a block, and each round's share handed to the outer ring.
 struct RingBuffers {
   AttentionTensors t;
-  int kv_inner[2] = {-1, -1}, kv_outer[2] = {-1, -1};
+  int kv_inner[2] = {-1, -1}, kv_outer[3] = {-1, -1, -1};
   int dkv_inner[2] = {-1, -1}, dkv_outer[2] = {-1, -1};
   std::vector<int> dkv_part;   // per step (the compute stream may run ahead of the dK|dV transfers)
   std::vector<int> dkv_round;  // per outer round
 };
 
-RingBuffers ring_buffers(StepContext& ctx, int r, int O, int I, bool backward) {
+// Buffers one stream writes and another reads are safe from the next writer
+// only through what the generator's dependencies imply: an outer K|V slot is
+// read by an inner send that nothing waits for, so the slots are three (a
+// slot is rewritten once a later round's computes, hence the inner sends
+// before them, are done) and consecutive ring passes use alternate sets ("a",
+// "b"), as do consecutive backward passes for the dK|dV partials and round sums.
+RingBuffers ring_buffers(StepContext& ctx, int r, schedule::Phase phase, int O, int I, bool backward) {
   RingBuffers b;
-  b.t = attention_tensors(ctx, r);
+  b.t = attention_tensors(ctx, r, phase);
   const std::vector<int64_t> kv = ctx.b.peek().buffers[size_t(b.t.kv)].shape;
   auto slot = [&](const std::string& name, BufferRole role, DType dt) { return ctx.buffer(r, name, role, dt, kv); };
+  const char set = ctx.ring_passes % 2 ? 'b' : 'a', bset = ctx.backward_ring_passes % 2 ? 'b' : 'a';
+  for (int i = 0; i < std::min(3, O - 1); ++i)
+    b.kv_outer[i] = slot(fmt::format("kv.outer.{}{}", set, i), BufferRole::kv_slot, DType::bf16);
   for (int i = 0; i < 2; ++i) {
     if (I > 1) b.kv_inner[i] = slot(fmt::format("kv.inner{}", i), BufferRole::kv_slot, DType::bf16);
-    if (O > 1) b.kv_outer[i] = slot(fmt::format("kv.outer{}", i), BufferRole::kv_slot, DType::bf16);
     if (backward && I > 1) b.dkv_inner[i] = slot(fmt::format("dkv.inner{}", i), BufferRole::dkv_slot, DType::fp32);
     if (backward && O > 1) b.dkv_outer[i] = slot(fmt::format("dkv.outer{}", i), BufferRole::dkv_slot, DType::fp32);
   }
   if (backward && O * I > 1)
-    for (int k = 0; k < O * I; ++k) b.dkv_part.push_back(slot(fmt::format("dkv.step{}", k), BufferRole::dkv_slot, DType::fp32));
+    for (int k = 0; k < O * I; ++k)
+      b.dkv_part.push_back(slot(fmt::format("dkv.step.{}{}", bset, k), BufferRole::dkv_slot, DType::fp32));
   if (backward && O > 1 && I > 1)
-    for (int o = 0; o < O; ++o) b.dkv_round.push_back(slot(fmt::format("dkv.round{}", o), BufferRole::dkv_slot, DType::fp32));
+    for (int o = 0; o < O; ++o)
+      b.dkv_round.push_back(slot(fmt::format("dkv.round.{}{}", bset, o), BufferRole::dkv_slot, DType::fp32));
   return b;
 }
 
@@ -140,14 +150,14 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
   std::vector<RingBuffers> buf;
   std::vector<int> tokens;
   for (int c = 0; c < cp; ++c) {
-    buf.push_back(ring_buffers(ctx, g.rank[size_t(c)], O, I, backward));
+    buf.push_back(ring_buffers(ctx, g.rank[size_t(c)], phase, O, I, backward));
     tokens.push_back(token_set_of(ctx, ctx.work.tokens(c)));
   }
   // Where rank c holds the K|V of step (so, si): its own, the outer slot, or an inner slot.
   auto block = [&](int c, int so, int si) {
     const RingBuffers& b = buf[size_t(c)];
     if (si > 0) return b.kv_inner[(so * I + si - 1) % 2];
-    return so == 0 ? b.t.kv : b.kv_outer[(so - 1) % 2];
+    return so == 0 ? b.t.kv : b.kv_outer[(so - 1) % 3];
   };
   auto set_shift = [&](const std::vector<P2PIds>& ids, auto reads, auto writes) {
     for (int c = 0; c < cp; ++c) {
@@ -174,7 +184,7 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
       for (int c = 0; c < cp; ++c) next_outer[size_t(c)] = ids[size_t(c)].recv;
       set_shift(
           ids, [&](int c) { return std::vector<int>{block(c, so, 0)}; },
-          [&](int c) { return buf[size_t(c)].kv_outer[so % 2]; });
+          [&](int c) { return buf[size_t(c)].kv_outer[so % 3]; });
     }
     for (int si = 0; si < I; ++si) {
       const int k = so * I + si;
@@ -273,6 +283,8 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
 void emit_ring(StepContext& ctx, schedule::Phase phase, int layer, bool backward, RankDeps& ready) {
   for (int d = 0; d < ctx.e.parallel.dp; ++d)
     for (int h = 0; h < ctx.e.parallel.hp; ++h) emit_group(ctx, d, h, phase, layer, backward, ready);
+  ++ctx.ring_passes;
+  if (backward) ++ctx.backward_ring_passes;
 }
 
 }  // namespace rm::generate

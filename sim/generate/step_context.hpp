@@ -79,6 +79,9 @@ struct StepContext {
   std::vector<int> head_groups;     // per (d, c)
   int world_group = -1;
   std::vector<RankStreams> streams;  // per rank
+  // Ring passes emitted so far (all, and backward ones): consecutive passes use
+  // alternate sets of the ring buffers two streams share (ring_emitter.cpp).
+  int ring_passes = 0, backward_ring_passes = 0;
 
  private:
   std::map<std::pair<int, std::string>, int> buffer_ids_;
