@@ -41,10 +41,10 @@ AttentionTensors attention_tensors(StepContext& ctx, int r, Phase phase) {
   const int64_t b = e.workload.batch, T = e.workload.seq_len / e.parallel.cp, D = e.model.head_dim;
   const std::vector<int64_t> q{b, T, s.heads, D}, kv{2, b, T, s.kv_heads, D};
   AttentionTensors t;
-  t.q = ctx.buffer(r, std::string("q") + sets.qkv, BufferRole::q, DType::bf16, q, true);
-  t.kv = ctx.buffer(r, std::string("kv") + sets.qkv, BufferRole::kv, DType::bf16, kv, true);
-  t.o = ctx.buffer(r, std::string("o") + sets.o, BufferRole::o, DType::bf16, q, true);
-  t.lse = ctx.buffer(r, std::string("lse") + sets.o, BufferRole::lse, DType::fp32, {b, s.heads, T}, true);
+  t.q = ctx.buffer(r, std::string("q") + sets.qkv, BufferRole::q, DType::bf16, q, kPerLayer);
+  t.kv = ctx.buffer(r, std::string("kv") + sets.qkv, BufferRole::kv, DType::bf16, kv, kPerLayer);
+  t.o = ctx.buffer(r, std::string("o") + sets.o, BufferRole::o, DType::bf16, q, kPerLayer);
+  t.lse = ctx.buffer(r, std::string("lse") + sets.o, BufferRole::lse, DType::fp32, {b, s.heads, T}, kPerLayer);
   if (ctx.has_backward()) {
     t.d_o = ctx.buffer(r, "do", BufferRole::d_o, DType::bf16, q);
     t.dq = ctx.buffer(r, "dq", BufferRole::dq, DType::bf16, q);
@@ -66,7 +66,7 @@ int stage_buffer(StepContext& ctx, int r, int home, int stage) {
   const int n = exchange_count(ctx);
   if (stage == n) return home;
   const schedule::Buffer h = ctx.b.peek().buffers[size_t(home)];
-  const bool keep = stage == 0 && h.role == BufferRole::o;
+  const auto keep = stage == 0 && h.role == BufferRole::o ? kPerLayer : schedule::Instances::one;
   return ctx.buffer(r, h.name + (stage == 0 ? ".seq" : ".pre"), BufferRole::exchange, DType::bf16, h.shape, keep);
 }
 
@@ -161,7 +161,7 @@ void build_indices(StepContext& ctx, int d, int h, int layer, RankDeps& ready) {
     Bufs& x = buf[size_t(c)];
     x.q = t.q;
     x.kv = t.kv;
-    x.index = ctx.buffer(r, "index", BufferRole::index, DType::int32, {batch, heads, selected}, true);
+    x.index = ctx.buffer(r, "index", BufferRole::index, DType::int32, {batch, heads, selected}, kPerLayer);
     x.stats = ctx.buffer(r, "index.stats", BufferRole::index_work, DType::fp32, {batch, kIndexLastQueries, heads, 2});
     x.last_q = x.q, x.all_stats = x.stats, x.candidates = x.index;  // one rank: nothing to exchange
     if (cp > 1) {

@@ -62,24 +62,25 @@ int layer_input(StepContext& ctx, int rank, int layer) {
 LayerBuffers layer_buffers(StepContext& ctx, int r) {
   const Model& m = ctx.e.model;
   const int64_t T = ctx.local_tokens();
-  auto act = [&](const char* name, int64_t width, bool per_layer) {
-    return ctx.buffer(r, name, BufferRole::activation, DType::bf16, {T, width}, per_layer);
+  auto act = [&](const char* name, int64_t width, schedule::Instances instances) {
+    return ctx.buffer(r, name, BufferRole::activation, DType::bf16, {T, width}, instances);
   };
+  constexpr auto kOne = schedule::Instances::one;
   LayerBuffers b;
-  b.xn1 = act("xn1", m.hidden, true);
-  b.h = act("h", m.hidden, true);
-  b.hn = act("hn", m.hidden, true);
-  b.gu = act("gu", 2 * m.intermediate, true);
-  b.act = act("act", m.intermediate, true);
-  b.weights = ctx.buffer(r, "weights", BufferRole::weight, DType::bf16, {m.layer_params()}, true);
+  b.xn1 = act("xn1", m.hidden, kPerLayer);
+  b.h = act("h", m.hidden, kPerLayer);
+  b.hn = act("hn", m.hidden, kPerLayer);
+  b.gu = act("gu", 2 * m.intermediate, kPerLayer);
+  b.act = act("act", m.intermediate, kPerLayer);
+  b.weights = ctx.buffer(r, "weights", BufferRole::weight, DType::bf16, {m.layer_params()}, kPerLayer);
   if (ctx.has_backward()) {
-    b.dx = act("dx", m.hidden, false);
-    b.dact = act("dact", m.intermediate, false);
-    b.dgu = act("dgu", 2 * m.intermediate, false);
-    b.dhn = act("dhn", m.hidden, false);
-    b.dh = act("dh", m.hidden, false);
-    b.dxn1 = act("dxn1", m.hidden, false);
-    b.wgrad = ctx.buffer(r, "wgrad", BufferRole::gradient, DType::bf16, {m.layer_params()}, true);
+    b.dx = act("dx", m.hidden, kOne);
+    b.dact = act("dact", m.intermediate, kOne);
+    b.dgu = act("dgu", 2 * m.intermediate, kOne);
+    b.dhn = act("dhn", m.hidden, kOne);
+    b.dh = act("dh", m.hidden, kOne);
+    b.dxn1 = act("dxn1", m.hidden, kOne);
+    b.wgrad = ctx.buffer(r, "wgrad", BufferRole::gradient, DType::bf16, {m.layer_params()}, kPerLayer);
   }
   return b;
 }

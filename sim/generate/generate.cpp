@@ -24,10 +24,11 @@ struct Params {
 };
 Params params_of(StepContext& ctx, int r, int layer) {
   const Model& m = ctx.e.model;
-  const bool per_layer = layer >= 0;
-  const int64_t n = per_layer ? m.layer_params() : m.vocab * m.hidden * (m.tied_embeddings ? 1 : 2) + m.hidden;
+  const bool of_layer = layer >= 0;
+  const auto per_layer = of_layer ? kPerLayer : schedule::Instances::one;
+  const int64_t n = of_layer ? m.layer_params() : m.vocab * m.hidden * (m.tied_embeddings ? 1 : 2) + m.hidden;
   const int64_t shard = (n + ctx.e.parallel.world() - 1) / ctx.e.parallel.world();
-  const std::string base = per_layer ? "" : "embed.";
+  const std::string base = of_layer ? "" : "embed.";
   const int zero = ctx.e.parallel.zero_stage;
   Params p;
   p.weights = ctx.buffer(r, base + "weights", BufferRole::weight, DType::bf16, {n}, per_layer);

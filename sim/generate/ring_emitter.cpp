@@ -96,16 +96,17 @@ struct RingBuffers {
 // only through what the generator's dependencies imply: an outer K|V slot is
 // read by an inner send that nothing waits for, so the slots are three (a
 // slot is rewritten once a later round's computes, hence the inner sends
-// before them, are done) and consecutive ring passes use alternate sets ("a",
-// "b"), as do consecutive backward passes for the dK|dV partials and round sums.
+// before them, are done) and kept per pass (two copies, alternating between
+// consecutive passes), as are the dK|dV partials and round sums.
 RingBuffers ring_buffers(StepContext& ctx, int r, schedule::Phase phase, int O, int I, bool backward) {
   RingBuffers b;
   b.t = attention_tensors(ctx, r, phase);
   const std::vector<int64_t> kv = ctx.b.peek().buffers[size_t(b.t.kv)].shape;
-  auto slot = [&](const std::string& name, BufferRole role, DType dt) { return ctx.buffer(r, name, role, dt, kv); };
-  const char set = ctx.ring_passes % 2 ? 'b' : 'a', bset = ctx.backward_ring_passes % 2 ? 'b' : 'a';
+  auto slot = [&](const std::string& name, BufferRole role, DType dt,
+                  schedule::Instances n = schedule::Instances::one) { return ctx.buffer(r, name, role, dt, kv, n); };
+  constexpr auto kPerPass = schedule::Instances::per_pass;
   for (int i = 0; i < std::min(3, O - 1); ++i)
-    b.kv_outer[i] = slot(fmt::format("kv.outer.{}{}", set, i), BufferRole::kv_slot, DType::bf16);
+    b.kv_outer[i] = slot(fmt::format("kv.outer{}", i), BufferRole::kv_slot, DType::bf16, kPerPass);
   for (int i = 0; i < 2; ++i) {
     if (I > 1) b.kv_inner[i] = slot(fmt::format("kv.inner{}", i), BufferRole::kv_slot, DType::bf16);
     if (backward && I > 1) b.dkv_inner[i] = slot(fmt::format("dkv.inner{}", i), BufferRole::dkv_slot, DType::fp32);
@@ -113,10 +114,10 @@ RingBuffers ring_buffers(StepContext& ctx, int r, schedule::Phase phase, int O, 
   }
   if (backward && O * I > 1)
     for (int k = 0; k < O * I; ++k)
-      b.dkv_part.push_back(slot(fmt::format("dkv.step.{}{}", bset, k), BufferRole::dkv_slot, DType::fp32));
+      b.dkv_part.push_back(slot(fmt::format("dkv.step{}", k), BufferRole::dkv_slot, DType::fp32, kPerPass));
   if (backward && O > 1 && I > 1)
     for (int o = 0; o < O; ++o)
-      b.dkv_round.push_back(slot(fmt::format("dkv.round.{}{}", bset, o), BufferRole::dkv_slot, DType::fp32));
+      b.dkv_round.push_back(slot(fmt::format("dkv.round{}", o), BufferRole::dkv_slot, DType::fp32, kPerPass));
   return b;
 }
 
@@ -219,7 +220,7 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
         if (backward) reads.insert(reads.end(), {b.t.o, b.t.lse, b.t.d_o});
         if (index == schedule::IndexSource::built)
           reads.push_back(ctx.buffer(r, "index", BufferRole::index, DType::int32,
-                                     {batch, shard.heads, kIndexMaxVerticals + kIndexMaxSlashes}, true));
+                                     {batch, shard.heads, kIndexMaxVerticals + kIndexMaxSlashes}, kPerLayer));
         std::vector<int> writes = !backward ? std::vector<int>{b.t.o, b.t.lse}
                                             : std::vector<int>{b.t.dq, O * I > 1 ? b.dkv_part[size_t(k)] : b.t.dkv};
         ctx.access(last_compute[size_t(c)], std::move(reads), std::move(writes));
@@ -283,8 +284,6 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
 void emit_ring(StepContext& ctx, schedule::Phase phase, int layer, bool backward, RankDeps& ready) {
   for (int d = 0; d < ctx.e.parallel.dp; ++d)
     for (int h = 0; h < ctx.e.parallel.hp; ++h) emit_group(ctx, d, h, phase, layer, backward, ready);
-  ++ctx.ring_passes;
-  if (backward) ++ctx.backward_ring_passes;
 }
 
 }  // namespace rm::generate

@@ -101,14 +101,14 @@ std::vector<OpId> StepContext::collective(int group, OpKind k, int64_t bytes, sc
 }
 
 int StepContext::buffer(int rank, const std::string& name, schedule::BufferRole role, schedule::DType dtype,
-                        std::vector<int64_t> shape, bool per_layer) {
+                        std::vector<int64_t> shape, schedule::Instances instances) {
   auto [it, fresh] = buffer_ids_.try_emplace({rank, name}, -1);
   if (fresh) {
-    it->second = b.add_buffer(rank, name, role, dtype, std::move(shape), per_layer);
+    it->second = b.add_buffer(rank, name, role, dtype, std::move(shape), instances);
     return it->second;
   }
   const schedule::Buffer& have = b.peek().buffers[size_t(it->second)];
-  if (have.role != role || have.dtype != dtype || have.shape != shape || have.per_layer != per_layer)
+  if (have.role != role || have.dtype != dtype || have.shape != shape || have.instances != instances)
     throw std::logic_error(fmt::format("generator: buffer '{}' on rank {} declared twice, differently", name, rank));
   return it->second;
 }

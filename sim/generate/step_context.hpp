@@ -22,6 +22,7 @@ namespace rm::generate {
 
 using schedule::OpId;
 using RankDeps = std::vector<std::vector<OpId>>;  // per rank
+inline constexpr auto kPerLayer = schedule::Instances::per_layer;
 
 struct Coord {
   int d = 0, h = 0, c = 0;
@@ -61,7 +62,7 @@ struct StepContext {
   // The buffer `name` on `rank`, declared on first use (then its role, dtype and
   // shape must agree: one name, one tensor).
   int buffer(int rank, const std::string& name, schedule::BufferRole role, schedule::DType dtype,
-             std::vector<int64_t> shape, bool per_layer = false);
+             std::vector<int64_t> shape, schedule::Instances instances = schedule::Instances::one);
   void access(OpId op, std::vector<int> reads, std::vector<int> writes) {
     b.set_access(op, std::move(reads), std::move(writes));
   }
@@ -79,9 +80,6 @@ struct StepContext {
   std::vector<int> head_groups;     // per (d, c)
   int world_group = -1;
   std::vector<RankStreams> streams;  // per rank
-  // Ring passes emitted so far (all, and backward ones): consecutive passes use
-  // alternate sets of the ring buffers two streams share (ring_emitter.cpp).
-  int ring_passes = 0, backward_ring_passes = 0;
 
  private:
   std::map<std::pair<int, std::string>, int> buffer_ids_;

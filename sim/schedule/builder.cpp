@@ -164,12 +164,12 @@ std::vector<OpId> ScheduleBuilder::collective(int group, OpKind kind, int64_t by
 }
 
 int ScheduleBuilder::add_buffer(int rank, std::string name, BufferRole role, DType dtype, std::vector<int64_t> shape,
-                                bool per_layer) {
+                                Instances instances) {
   if (rank < 0 || rank >= static_cast<int>(s_.ranks.size())) bad(fmt::format("add_buffer: no rank {}", rank));
   for (int64_t d : shape)
     if (d < 1) bad(fmt::format("add_buffer: '{}' on rank {} has a dimension {} < 1", name, rank, d));
   const int id = static_cast<int>(s_.buffers.size());
-  s_.buffers.push_back(Buffer{id, rank, std::move(name), role, dtype, std::move(shape), per_layer});
+  s_.buffers.push_back(Buffer{id, rank, std::move(name), role, dtype, std::move(shape), instances});
   return id;
 }
 

@@ -80,7 +80,7 @@ class ScheduleBuilder {
 
   // Data descriptors.
   int add_buffer(int rank, std::string name, BufferRole role, DType dtype, std::vector<int64_t> shape,
-                 bool per_layer = false);  // returns the buffer id
+                 Instances instances = Instances::one);  // returns the buffer id
   int token_set(const TokenSet& t);        // id of an equal set, added when new
   void set_access(OpId op, std::vector<int> reads, std::vector<int> writes);
   void set_attention(OpId op, const Attention& a);  // attn_fwd / attn_bwd only

@@ -36,6 +36,8 @@ constexpr std::array<Named<StreamKind>, kStreamKindCount> kStreamKinds{
     {{StreamKind::compute, "compute"}, {StreamKind::comm_intra, "comm_intra"}, {StreamKind::comm_inter, "comm_inter"}}};
 constexpr std::array<Named<DType>, kDTypeCount> kDTypes{
     {{DType::bf16, "bf16"}, {DType::fp32, "fp32"}, {DType::int32, "int32"}}};
+constexpr std::array<Named<Instances>, kInstancesCount> kInstancesNames{
+    {{Instances::one, "one"}, {Instances::per_layer, "per_layer"}, {Instances::per_pass, "per_pass"}}};
 constexpr std::array<Named<BufferRole>, kBufferRoleCount> kBufferRoles{{{BufferRole::q, "q"},
                                                                        {BufferRole::kv, "kv"},
                                                                        {BufferRole::o, "o"},
@@ -63,7 +65,7 @@ constexpr bool in_enum_order(const std::array<Named<E>, N>& t) {
   return true;
 }
 static_assert(in_enum_order(kOpKinds) && in_enum_order(kPhases) && in_enum_order(kStreamKinds) &&
-              in_enum_order(kDTypes) && in_enum_order(kBufferRoles) && in_enum_order(kMasks) &&
+              in_enum_order(kDTypes) && in_enum_order(kInstancesNames) && in_enum_order(kBufferRoles) && in_enum_order(kMasks) &&
               in_enum_order(kIndexSources));
 
 template <class E, size_t N>
@@ -82,6 +84,7 @@ std::string_view to_string(OpKind k) { return name_of(kOpKinds, k); }
 std::string_view to_string(Phase p) { return name_of(kPhases, p); }
 std::string_view to_string(StreamKind k) { return name_of(kStreamKinds, k); }
 std::string_view to_string(DType t) { return name_of(kDTypes, t); }
+std::string_view to_string(Instances i) { return name_of(kInstancesNames, i); }
 std::string_view to_string(BufferRole r) { return name_of(kBufferRoles, r); }
 std::string_view to_string(Mask m) { return name_of(kMasks, m); }
 std::string_view to_string(IndexSource i) { return name_of(kIndexSources, i); }
@@ -89,6 +92,7 @@ std::optional<OpKind> parse_op_kind(std::string_view s) { return parse_name(kOpK
 std::optional<Phase> parse_phase(std::string_view s) { return parse_name(kPhases, s); }
 std::optional<StreamKind> parse_stream_kind(std::string_view s) { return parse_name(kStreamKinds, s); }
 std::optional<DType> parse_dtype(std::string_view s) { return parse_name(kDTypes, s); }
+std::optional<Instances> parse_instances(std::string_view s) { return parse_name(kInstancesNames, s); }
 std::optional<BufferRole> parse_buffer_role(std::string_view s) { return parse_name(kBufferRoles, s); }
 std::optional<Mask> parse_mask(std::string_view s) { return parse_name(kMasks, s); }
 std::optional<IndexSource> parse_index_source(std::string_view s) { return parse_name(kIndexSources, s); }

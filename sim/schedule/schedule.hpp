@@ -43,6 +43,15 @@ inline constexpr int kStreamKindCount = 3;
 enum class DType : uint8_t { bf16, fp32, int32 };
 inline constexpr int kDTypeCount = 3;
 
+// How many copies of a buffer the runtime keeps, and which one an op uses.
+enum class Instances : uint8_t {
+  one,        // a single tensor, reused
+  per_layer,  // one per decoder layer: an op uses its layer's (layer -1: every layer's)
+  per_pass,   // two: the ops of the n-th pass (distinct layer and phase, in id order)
+              // that uses the buffer use copy n mod 2
+};
+inline constexpr int kInstancesCount = 3;
+
 // What a buffer holds; the runtime seeds inputs and checks results by role.
 enum class BufferRole : uint8_t {
   q, kv, o, lse, d_o, dq, dkv,  // attention's own tensors, in the ring's token layout
@@ -73,6 +82,7 @@ std::string_view to_string(OpKind k);
 std::string_view to_string(Phase p);
 std::string_view to_string(StreamKind k);
 std::string_view to_string(DType t);
+std::string_view to_string(Instances i);
 std::string_view to_string(BufferRole r);
 std::string_view to_string(Mask m);
 std::string_view to_string(IndexSource i);
@@ -80,6 +90,7 @@ std::optional<OpKind> parse_op_kind(std::string_view s);
 std::optional<Phase> parse_phase(std::string_view s);
 std::optional<StreamKind> parse_stream_kind(std::string_view s);
 std::optional<DType> parse_dtype(std::string_view s);
+std::optional<Instances> parse_instances(std::string_view s);
 std::optional<BufferRole> parse_buffer_role(std::string_view s);
 std::optional<Mask> parse_mask(std::string_view s);
 std::optional<IndexSource> parse_index_source(std::string_view s);
@@ -110,9 +121,7 @@ struct Group {
   bool operator==(const Group&) const = default;
 };
 
-// A tensor on one rank. per_layer: the runtime keeps one instance per decoder
-// layer, and an op uses the instance of its own layer (an op outside the
-// layers, layer -1, uses every instance: the optimizer).
+// A tensor on one rank (in `instances` copies).
 struct Buffer {
   int id = 0;
   int rank = 0;
@@ -120,7 +129,7 @@ struct Buffer {
   BufferRole role = BufferRole::activation;
   DType dtype = DType::bf16;
   std::vector<int64_t> shape;  // dims, outermost first; every dim >= 1
-  bool per_layer = false;
+  Instances instances = Instances::one;
   int64_t elements() const;
   int64_t bytes() const { return elements() * dtype_bytes(dtype); }
   bool operator==(const Buffer&) const = default;

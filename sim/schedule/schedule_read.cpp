@@ -107,6 +107,25 @@ Template read_template(const JsonReader& r) {
   return t;
 }
 
+// A segment's descriptor column: its own (`key`), the template's with some
+// entries replaced (`key_at`: [[op index, value], ...]), or the template's.
+std::vector<int64_t> descriptor_column(const JsonReader& r, const std::string& key, size_t n,
+                                       const std::vector<int64_t>& from_template) {
+  if (r.has(key)) return column<int64_t>(r, key, n, integer_in(r, -1, kMaxInt));
+  std::vector<int64_t> out = from_template;
+  const std::string at = key + "_at";
+  if (!r.has(at)) return out;
+  const json& v = r.value(at);
+  if (!v.is_array()) r.fail(at, "expected an array of [op index, value] pairs");
+  for (size_t k = 0; k < v.size(); ++k) {
+    auto where = fmt::format("{}[{}]", at, k);
+    if (!v[k].is_array() || v[k].size() != 2) r.fail(where, "expected [op index, value]");
+    const auto i = static_cast<size_t>(integer_in(r, 0, static_cast<int64_t>(n) - 1)(v[k][0], where));
+    out[i] = integer_in(r, -1, kMaxInt)(v[k][1], where);
+  }
+  return out;
+}
+
 // Expands one segment into s.ops, marking the ids it covers.
 void read_segment(const JsonReader& r, const std::vector<Template>& templates, Schedule& s,
                   std::vector<bool>& covered) {
@@ -121,8 +140,8 @@ void read_segment(const JsonReader& r, const std::vector<Template>& templates, S
   auto bytes = r.has("bytes") ? column<int64_t>(r, "bytes", n, integer_in(r, 0, kMaxI64)) : t.bytes;
   auto tag = r.has("tag") ? column<int64_t>(r, "tag", n, integer_in(r, std::numeric_limits<int64_t>::min(), kMaxI64))
                           : t.tag;
-  auto access = r.has("access") ? column<int64_t>(r, "access", n, integer_in(r, -1, kMaxInt)) : t.access;
-  auto detail = r.has("detail") ? column<int64_t>(r, "detail", n, integer_in(r, -1, kMaxInt)) : t.detail;
+  auto access = descriptor_column(r, "access", n, t.access);
+  auto detail = descriptor_column(r, "detail", n, t.detail);
   std::vector<std::pair<size_t, OpId>> outside;
   if (r.has("outside_deps")) {
     const json& o = r.value("outside_deps");
@@ -191,12 +210,12 @@ std::vector<Buffer> read_buffers(const JsonReader& r) {
     for (size_t k = 0; k < v.size(); ++k) dims.push_back(integer_in(r, 1, kMaxI64)(v[k], fmt::format("{}[{}]", key, k)));
     return dims;
   });
-  auto per_layer = table_column<int64_t>(r, "per_layer", n, integer_in(r, 0, 1));
+  auto instances = table_column<Instances>(r, "instances", n, enum_in<Instances>(r, parse_instances, "instances"));
   r.finish();
   std::vector<Buffer> out(n);
   for (size_t i = 0; i < n; ++i)
     out[i] = Buffer{static_cast<int>(i), static_cast<int>(rank[i]), std::move(name[i]), role[i], dtype[i],
-                    std::move(shape[i]), per_layer[i] != 0};
+                    std::move(shape[i]), instances[i]};
   return out;
 }
 

@@ -114,7 +114,7 @@ ojson buffers_json(const std::vector<Buffer>& b) {
   j["role"] = table_column(b, [](const Buffer& x) { return ojson(to_string(x.role)); });
   j["dtype"] = table_column(b, [](const Buffer& x) { return ojson(to_string(x.dtype)); });
   j["shape"] = table_column(b, [](const Buffer& x) { return ojson(x.shape); });
-  j["per_layer"] = table_column(b, [](const Buffer& x) { return ojson(x.per_layer ? 1 : 0); });
+  j["instances"] = table_column(b, [](const Buffer& x) { return ojson(to_string(x.instances)); });
   return j;
 }
 
@@ -131,6 +131,18 @@ ojson attentions_json(const std::vector<Attention>& a) {
   j["index"] = table_column(a, [](const Attention& x) { return ojson(to_string(x.index)); });
   j["merge"] = table_column(a, [](const Attention& x) { return ojson(x.merge ? 1 : 0); });
   return j;
+}
+
+// A descriptor column that differs from its template: whole, or, when few ops
+// differ (a layer's own residual-stream buffer), as `<key>_at: [[i, value], ...]`.
+void put_descriptor_column(ojson& seg, const std::string& key, const ojson& mine, const ojson& theirs, size_t n) {
+  if (mine == theirs) return;
+  auto at = [n](const ojson& c, size_t i) { return c.is_array() ? c[i] : c; };
+  ojson diff = ojson::array();
+  for (size_t i = 0; i < n; ++i)
+    if (at(mine, i) != at(theirs, i)) diff.push_back({i, at(mine, i)});
+  if (mine.is_array() && 4 * diff.size() < n) seg[key + "_at"] = std::move(diff);
+  else seg[key] = mine;
 }
 
 }  // namespace
@@ -195,8 +207,8 @@ std::string to_schedule_json(const Schedule& s) {
     if (c.tokens != t.tokens) seg["tokens"] = c.tokens;
     if (c.bytes != t.bytes) seg["bytes"] = c.bytes;
     if (c.tag != t.tag) seg["tag"] = c.tag;
-    if (c.access != t.access) seg["access"] = c.access;
-    if (c.detail != t.detail) seg["detail"] = c.detail;
+    put_descriptor_column(seg, "access", c.access, t.access, sp.count);
+    put_descriptor_column(seg, "detail", c.detail, t.detail, sp.count);
     segments.push_back(std::move(seg));
   }
   j["templates"] = std::move(templates);

@@ -215,7 +215,7 @@ class Checker {
       add(ProblemKind::bad_data, op.id, attn ? "has no attention descriptor" : "has no (m, n, k)");
     const Access* a = s_.access_of(op);
     if (!a) {
-      if (executable && !is_compute(op.kind)) add(ProblemKind::bad_data, op.id, "names no buffers it moves");
+      if (executable) add(ProblemKind::bad_data, op.id, is_compute(op.kind) ? "names no buffers" : "names no buffers it moves");
       return;
     }
     bool ids_ok = true;  // a bad id is reported with its access entry

@@ -213,6 +213,38 @@ Events events_of(const Schedule& s) {
 
 // ---- dataflow ------------------------------------------------------------------
 
+// Which copies of a buffer an op uses (docs/schedule-format.md, `instances`).
+class Copies {
+ public:
+  explicit Copies(const Schedule& s) : s_(s) {
+    for (const Op& op : s.ops) {
+      layers_ = std::max(layers_, op.layer + 1);
+      if (const Access* a = s.access_of(op))
+        for (const auto* list : {&a->reads, &a->writes})
+          for (int b : *list)
+            if (s.buffers[size_t(b)].instances == schedule::Instances::per_pass)
+              pass_.try_emplace({b, op.layer, int(op.phase)}, int(pass_count_[b]++));
+    }
+  }
+  std::vector<int> of(const Op& op, int b) const {
+    switch (s_.buffers[size_t(b)].instances) {
+      case schedule::Instances::one: return {-1};
+      case schedule::Instances::per_pass: return {pass_.at({b, op.layer, int(op.phase)}) % 2};
+      case schedule::Instances::per_layer: break;
+    }
+    if (op.layer >= 0) return {op.layer};
+    std::vector<int> all;
+    for (int l = 0; l < layers_; ++l) all.push_back(l);
+    return all;
+  }
+
+ private:
+  const Schedule& s_;
+  int layers_ = 0;
+  std::map<std::tuple<int, int, int>, int> pass_;  // (buffer, layer, phase) -> n-th pass using it
+  std::map<int, size_t> pass_count_;
+};
+
 // Roles whose buffers may be read before anything writes them: the inputs a
 // scope starts from (and weights, which the optimizer updates at the end).
 bool may_start_filled(BufferRole r) {
@@ -229,9 +261,8 @@ struct Use {
 std::vector<std::string> dataflow_problems(const Schedule& s, const Events& ev) {
   std::vector<std::string> out;
   if (ev.order.size() != ev.ops.size()) return {"the events have a cycle"};
-  int layers = 0;
-  for (const Op& op : s.ops) layers = std::max(layers, op.layer + 1);
-  std::map<std::pair<int, int>, std::vector<Use>> uses;  // (buffer, layer instance or -1)
+  const Copies copies(s);
+  std::map<std::pair<int, int>, std::vector<Use>> uses;  // (buffer, copy)
   for (const Op& op : s.ops) {
     const Access* a = s.access_of(op);
     if (!a) {
@@ -240,17 +271,14 @@ std::vector<std::string> dataflow_problems(const Schedule& s, const Events& ev) 
     }
     for (int side = 0; side < 2; ++side)
       for (int b : side == 0 ? a->reads : a->writes) {
-        const Buffer& buf = s.buffers[size_t(b)];
-        const int from = !buf.per_layer ? -1 : op.layer >= 0 ? op.layer : 0;
-        const int to = !buf.per_layer ? -1 : op.layer >= 0 ? op.layer : layers - 1;
-        for (int l = from; l <= to; ++l) uses[{b, l}].push_back({ev.of[size_t(op.id)], op.id, side == 1});
+        for (int copy : copies.of(op, b)) uses[{b, copy}].push_back({ev.of[size_t(op.id)], op.id, side == 1});
       }
   }
   std::vector<int> position(ev.ops.size());
   for (size_t i = 0; i < ev.order.size(); ++i) position[size_t(ev.order[i])] = int(i);
   for (auto& [key, list] : uses) {
     const Buffer& buf = s.buffers[size_t(key.first)];
-    auto name = [&] { return fmt::format("buffer '{}' (rank {}, layer {})", buf.name, buf.rank, key.second); };
+    auto name = [&] { return fmt::format("buffer '{}' (rank {}, copy {})", buf.name, buf.rank, key.second); };
     std::sort(list.begin(), list.end(), [&](const Use& x, const Use& y) {
       return position[size_t(x.event)] < position[size_t(y.event)] ||
              (x.event == y.event && x.write < y.write);  // an op reads before it writes
@@ -295,7 +323,8 @@ std::vector<std::string> data_problems(const Schedule& s, const Experiment& e, c
   // K|V: (context group, token set) a buffer holds; dK|dV: the backward ops summed into it.
   std::map<std::pair<int, int>, std::pair<int, int>> kv;
   std::map<std::pair<int, int>, std::vector<OpId>> dkv;
-  auto inst = [&](const Op& op, int b) { return std::make_pair(b, s.buffers[size_t(b)].per_layer ? op.layer : -1); };
+  const Copies copies(s);  // every buffer followed here has one copy per op
+  auto inst = [&](const Op& op, int b) { return std::make_pair(b, copies.of(op, b).front()); };
   auto role = [&](int b) { return s.buffers[size_t(b)].role; };
   // A rank's finished dK|dV: every backward op of its group on its keys, once.
   std::map<std::tuple<int, int, int>, std::vector<OpId>> want;  // (group, layer, key set)
