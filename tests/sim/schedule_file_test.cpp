@@ -125,7 +125,11 @@ TEST(ScheduleFile, RoundTripsGeneratedSchedules) {
     ASSERT_FALSE(g.s.buffers.empty());
     ASSERT_FALSE(g.s.attentions.empty());
     ASSERT_FALSE(g.s.gemms.empty());
-    Schedule back = from_text(to_schedule_json(g.s));
+    const std::string text = to_schedule_json(g.s);
+    if (o[0] == "scope=step") {
+      EXPECT_NE(text.find("\"access_at\""), std::string::npos);  // x{l} differs per layer
+    }
+    Schedule back = from_text(text);
     EXPECT_EQ(back, g.s) << o[1];
     EXPECT_TRUE(check(back).empty());
   }
