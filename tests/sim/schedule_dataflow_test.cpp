@@ -14,6 +14,7 @@
 // show that they catch a ring source off by one and a recv into the wrong slot.
 #include <algorithm>
 #include <map>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -407,6 +408,8 @@ struct Case {
   std::string experiment = "";  // a shipped experiment, else the small default
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }  // readable failures, no byte dump
+
 sparsity::HeadPattern small_vertical_slash() {
   return sparsity::HeadPattern::vertical_slash(sparsity::IntervalSet({{0, 8}, {200, 204}}),
                                                sparsity::IntervalSet({{0, 32}, {100, 102}}));
@@ -457,23 +460,17 @@ const std::vector<Case> kCases{
 
 class Dataflow : public ::testing::TestWithParam<Case> {};
 
-TEST_P(Dataflow, AttentionCoversTheCausalMaskOncePerPass) {
+// One test per case (the three oracles share the generated Schedule).
+TEST_P(Dataflow, CoversTheMaskOnceAndMovesEveryBufferSafely) {
   auto g = generate_case(GetParam());
   EXPECT_TRUE(schedule::check(g.s).empty());
-  auto p = coverage_problems(g.s, g.e);
-  EXPECT_TRUE(p.empty()) << joined(p);
-}
-
-TEST_P(Dataflow, EveryReadSeesAWriteAndNoWriteRaces) {
-  auto g = generate_case(GetParam());
-  auto p = dataflow_problems(g.s, events_of(g.s));
-  EXPECT_TRUE(p.empty()) << joined(p);
-}
-
-TEST_P(Dataflow, KvReachItsReadersAndDkvItsOwner) {
-  auto g = generate_case(GetParam());
-  auto p = data_problems(g.s, g.e, events_of(g.s));
-  EXPECT_TRUE(p.empty()) << joined(p);
+  auto coverage = coverage_problems(g.s, g.e);
+  EXPECT_TRUE(coverage.empty()) << "coverage:\n" << joined(coverage);
+  const Events ev = events_of(g.s);
+  auto flow = dataflow_problems(g.s, ev);
+  EXPECT_TRUE(flow.empty()) << "dataflow:\n" << joined(flow);
+  auto data = data_problems(g.s, g.e, ev);
+  EXPECT_TRUE(data.empty()) << "data:\n" << joined(data);
 }
 
 INSTANTIATE_TEST_SUITE_P(Generators, Dataflow, ::testing::ValuesIn(kCases),
