@@ -81,9 +81,10 @@ int token_set_of(StepContext& ctx, const sparsity::TokenSet& t) {
   return ctx.b.token_set(out);
 }
 
-// Per-rank buffers of the ring: K|V receive slots (two per ring level: double
-// buffering), and backward's dK|dV — each step's partial, the accumulators
-// arriving with a block, and each round's share handed to the outer ring.
+// Per-rank buffers of the ring: K|V receive slots (inner: two, double
+// buffering; outer: three, see below), and backward's dK|dV — each step's
+// partial, the sums arriving with a block, and each round's share handed to
+// the outer ring.
 struct RingBuffers {
   AttentionTensors t;
   int kv_inner[2] = {-1, -1}, kv_outer[3] = {-1, -1, -1};
