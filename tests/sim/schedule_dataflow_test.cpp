@@ -351,6 +351,10 @@ std::vector<std::string> data_problems(const Schedule& s, const Experiment& e, c
       const Access& a = *s.access_of(op);
       if (is_attention(op.kind)) {
         const auto* at = s.attention_of(op);
+        for (int b : a.reads)  // Q holds the op's queries: [batch, tokens, heads, head_dim]
+          if (role(b) == BufferRole::q && (s.buffers[size_t(b)].shape.at(1) != s.token_sets[size_t(at->q_tokens)].size() ||
+                                           s.buffers[size_t(b)].shape.at(2) != at->heads))
+            out.push_back(schedule::describe(s, op.id) + ": its Q buffer's shape disagrees with its tokens or heads");
         for (int b : a.reads)
           if (role(b) == BufferRole::kv || role(b) == BufferRole::kv_slot) {
             auto it = kv.find(inst(op, b));
