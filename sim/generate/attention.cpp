@@ -1,13 +1,102 @@
 #include "sim/generate/attention.hpp"
 
+#include <functional>
+#include <string_view>
+
 #include "sim/generate/layer_costs.hpp"
 #include "sim/generate/ring_emitter.hpp"
 
 namespace rm::generate {
 
+using schedule::BufferRole;
+using schedule::DType;
 using schedule::OpKind;
 using schedule::Phase;
 using schedule::Where;
+
+namespace {
+// Name suffixes of the Q|K|V and O|LSE a pass uses. A recomputation writes its
+// own (the forward's may still be on their way round the ring): the full one
+// all four, the selective one (no attention) the Q|K|V its backward exchanges again.
+struct Sets {
+  const char* qkv;
+  const char* o;
+};
+Sets sets_for(const StepContext& ctx, Phase phase) {
+  const bool recomputes = ctx.e.scope == Scope::layer || ctx.e.scope == Scope::step;
+  if (phase == Phase::forward || !recomputes) return {"", ""};
+  switch (ctx.e.parallel.checkpoint) {
+    case Checkpoint::full: return {".re", ".re"};
+    case Checkpoint::selective: return {".bwd", ""};
+    case Checkpoint::none: break;
+  }
+  return {"", ""};
+}
+}  // namespace
+
+AttentionTensors attention_tensors(StepContext& ctx, int r, Phase phase) {
+  const Experiment& e = ctx.e;
+  const Sets sets = sets_for(ctx, phase);
+  const HeadShard s = head_shard(e.model, e.parallel.hp, ctx.coord[size_t(r)].h);
+  const int64_t b = e.workload.batch, T = e.workload.seq_len / e.parallel.cp, D = e.model.head_dim;
+  const std::vector<int64_t> q{b, T, s.heads, D}, kv{2, b, T, s.kv_heads, D};
+  AttentionTensors t;
+  t.q = ctx.buffer(r, std::string("q") + sets.qkv, BufferRole::q, DType::bf16, q, kPerLayer);
+  t.kv = ctx.buffer(r, std::string("kv") + sets.qkv, BufferRole::kv, DType::bf16, kv, kPerLayer);
+  t.o = ctx.buffer(r, std::string("o") + sets.o, BufferRole::o, DType::bf16, q, kPerLayer);
+  t.lse = ctx.buffer(r, std::string("lse") + sets.o, BufferRole::lse, DType::fp32, {b, s.heads, T}, kPerLayer);
+  if (ctx.has_backward()) {
+    t.d_o = ctx.buffer(r, "do", BufferRole::d_o, DType::bf16, q);
+    t.dq = ctx.buffer(r, "dq", BufferRole::dq, DType::bf16, q);
+    t.dkv = ctx.buffer(r, "dkv", BufferRole::dkv, DType::fp32, kv);
+  }
+  return t;
+}
+
+namespace {
+
+// Exchanges between the dense layout and the ring's: the head all-to-all (hp > 1),
+// then the stripe shuffle. Stage 0 is the dense layout, the last stage the
+// attention's own buffers; a stage in between holds the head layout before the shuffle.
+int exchange_count(const StepContext& ctx) { return (ctx.e.parallel.hp > 1 ? 1 : 0) + (ctx.shuffles() ? 1 : 0); }
+
+// `home` (an attention buffer) as it is at `stage`; narrowed to bf16 outside the ring.
+// The dense layout of the attention output is kept per layer: the backward reads it.
+int stage_buffer(StepContext& ctx, int r, int home, int stage) {
+  const int n = exchange_count(ctx);
+  if (stage == n) return home;
+  const schedule::Buffer h = ctx.b.peek().buffers[size_t(home)];
+  const auto keep = stage == 0 && h.role == BufferRole::o ? kPerLayer : schedule::Instances::one;
+  return ctx.buffer(r, h.name + (stage == 0 ? ".seq" : ".pre"), BufferRole::exchange, DType::bf16, h.shape, keep);
+}
+
+std::vector<int> parts_in(StepContext& ctx, int r, Phase phase, bool backward) {
+  const AttentionTensors t = attention_tensors(ctx, r, phase);
+  if (!backward) return {t.q, t.kv};
+  if (std::string_view(sets_for(ctx, phase).qkv) == ".bwd") return {t.d_o, t.q, t.kv};  // exchanged again
+  return {t.d_o};
+}
+
+std::vector<int> parts_out(StepContext& ctx, int r, Phase phase, bool backward) {
+  const AttentionTensors t = attention_tensors(ctx, r, phase);
+  if (!backward) return {t.o};
+  return {t.dq, t.dkv};
+}
+
+std::vector<int> at_stage(StepContext& ctx, int r, const std::vector<int>& homes, int stage) {
+  std::vector<int> out;
+  for (int h : homes) out.push_back(stage_buffer(ctx, r, h, stage));
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> attention_inputs(StepContext& ctx, int r, Phase phase, bool backward) {
+  return at_stage(ctx, r, parts_in(ctx, r, phase, backward), 0);
+}
+std::vector<int> attention_outputs(StepContext& ctx, int r, Phase phase, bool backward) {
+  return at_stage(ctx, r, parts_out(ctx, r, phase, backward), 0);
+}
 
 namespace {
 
@@ -25,9 +114,18 @@ ExchangeBytes exchange_bytes(const Experiment& e) {
           kv_message_bytes(tokens, s.kv_heads, e.model.head_dim, e.workload.batch)};
 }
 
+// One all-to-all per group; on each member it moves `homes` from stage `from` to stage `to`.
 void all_to_all_everywhere(StepContext& ctx, const std::vector<int>& groups, int64_t bytes, Where where,
-                           RankDeps& ready) {
-  for (int g : groups) ctx.collective(g, OpKind::all_to_all, bytes, where, &RankStreams::exchange, ready, 0);
+                           RankDeps& ready, const std::function<std::vector<int>(int rank)>& homes, int from,
+                           int to) {
+  for (int g : groups) {
+    auto ids = ctx.collective(g, OpKind::all_to_all, bytes, where, &RankStreams::exchange, ready, 0);
+    const auto members = ctx.b.peek().groups[size_t(g)].ranks;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const auto h = homes(members[i]);
+      ctx.access(ids[i], at_stage(ctx, members[i], h, from), at_stage(ctx, members[i], h, to));
+    }
+  }
 }
 
 // MTraining's online index building for one context group (d, h): every rank
@@ -50,22 +148,70 @@ void build_indices(StepContext& ctx, int d, int h, int layer, RankDeps& ready) {
   const int root = ctx.rank(d, h, owner);
   const int group = ctx.context_groups[size_t(d * e.parallel.hp + h)];
   const double lastq = double(kIndexLastQueries * batch);
+  const int64_t selected = kIndexMaxVerticals + kIndexMaxSlashes;
+  // Per rank: the last queries, their row statistics over local keys (then
+  // everyone's), the rank's candidate columns and diagonals, the chosen index.
+  struct Bufs {
+    int q, kv, last_q, stats, all_stats, candidates, index;
+  };
+  std::vector<Bufs> buf(static_cast<size_t>(cp));
+  for (int c = 0; c < cp; ++c) {
+    const int r = ctx.rank(d, h, c);
+    const AttentionTensors t = attention_tensors(ctx, r, Phase::forward);
+    Bufs& x = buf[size_t(c)];
+    x.q = t.q;
+    x.kv = t.kv;
+    x.index = ctx.buffer(r, "index", BufferRole::index, DType::int32, {batch, heads, selected}, kPerLayer);
+    x.stats = ctx.buffer(r, "index.stats", BufferRole::index_work, DType::fp32, {batch, kIndexLastQueries, heads, 2});
+    x.last_q = x.q, x.all_stats = x.stats, x.candidates = x.index;  // one rank: nothing to exchange
+    if (cp > 1) {
+      x.last_q = ctx.buffer(r, "index.last_q", BufferRole::index_work, DType::bf16, {batch, kIndexLastQueries, heads, dim});
+      x.all_stats = ctx.buffer(r, "index.all_stats", BufferRole::index_work, DType::fp32,
+                               {cp, batch, kIndexLastQueries, heads, 2});
+      x.candidates = ctx.buffer(r, "index.candidates", BufferRole::index_work, DType::int32, {batch, heads, selected});
+    }
+  }
+  auto set_members = [&](const std::vector<OpId>& ids, auto reads, auto writes) {
+    for (int c = 0; c < cp; ++c) ctx.access(ids[size_t(c)], reads(c), writes(c));
+  };
+  const auto& members = ctx.b.peek().groups[size_t(group)].ranks;
+  auto member_c = [&](size_t i) { return ctx.coord[size_t(members[i])].c; };
+  auto by_member = [&](const std::vector<OpId>& ids) {  // ids in member order -> per context rank
+    std::vector<OpId> out(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) out[size_t(member_c(i))] = ids[i];
+    return out;
+  };
+  auto root_reads = [&](int c, int b) { return ctx.rank(d, h, c) == root ? std::vector<int>{b} : std::vector<int>{}; };
   if (cp > 1)
-    ctx.collective(group, OpKind::broadcast, head_bytes(kIndexLastQueries, heads, dim, batch), where,
-                   &RankStreams::exchange, ready, 0, root);
-  for (int c = 0; c < cp; ++c)  // QK^T of the last queries, then max and exp-sum per row
-    ctx.compute(ctx.rank(d, h, c), OpKind::index_build, where,
-                {gemm_flops(int64_t(lastq), keys, dim) * heads + 3.0 * lastq * double(keys) * heads, 0,
-                 kIndexLastQueries * batch},
-                ready);
+    set_members(by_member(ctx.collective(group, OpKind::broadcast, head_bytes(kIndexLastQueries, heads, dim, batch),
+                                         where, &RankStreams::exchange, ready, 0, root)),
+                [&](int c) { return root_reads(c, buf[size_t(c)].q); },
+                [&](int c) { return std::vector<int>{buf[size_t(c)].last_q}; });
+  for (int c = 0; c < cp; ++c) {  // QK^T of the last queries, then max and exp-sum per row
+    const Bufs& x = buf[size_t(c)];
+    OpId id = ctx.compute(ctx.rank(d, h, c), OpKind::index_build, where,
+                          {gemm_flops(int64_t(lastq), keys, dim) * heads + 3.0 * lastq * double(keys) * heads, 0,
+                           kIndexLastQueries * batch},
+                          ready);
+    ctx.access(id, {x.last_q, x.kv}, {x.stats});
+  }
   if (cp > 1)
-    ctx.collective(group, OpKind::all_gather, cp * kIndexLastQueries * heads * 2 * kFp32Bytes * batch, where,
-                   &RankStreams::exchange, ready, 0);
-  for (int c = 0; c < cp; ++c)  // normalised column and diagonal sums, top-p candidates
-    ctx.compute(ctx.rank(d, h, c), OpKind::index_build, where, {2.0 * lastq * double(keys) * heads, 0, 0}, ready);
+    set_members(by_member(ctx.collective(group, OpKind::all_gather,
+                                         cp * kIndexLastQueries * heads * 2 * kFp32Bytes * batch, where,
+                                         &RankStreams::exchange, ready, 0)),
+                [&](int c) { return std::vector<int>{buf[size_t(c)].stats}; },
+                [&](int c) { return std::vector<int>{buf[size_t(c)].all_stats}; });
+  for (int c = 0; c < cp; ++c) {  // normalised column and diagonal sums, top-p candidates
+    const Bufs& x = buf[size_t(c)];
+    OpId id = ctx.compute(ctx.rank(d, h, c), OpKind::index_build, where, {2.0 * lastq * double(keys) * heads, 0, 0},
+                          ready);
+    ctx.access(id, {x.all_stats, x.last_q, x.kv}, {x.candidates});
+  }
   if (cp > 1)
-    ctx.collective(group, OpKind::broadcast, heads * (kIndexMaxVerticals + kIndexMaxSlashes) * kFp32Bytes * batch,
-                   where, &RankStreams::exchange, ready, 0, root);
+    set_members(by_member(ctx.collective(group, OpKind::broadcast, heads * selected * kFp32Bytes * batch, where,
+                                         &RankStreams::exchange, ready, 0, root)),
+                [&](int c) { return root_reads(c, buf[size_t(c)].candidates); },
+                [&](int c) { return std::vector<int>{buf[size_t(c)].index}; });
 }
 
 }  // namespace
@@ -80,14 +226,17 @@ void emit_attention(StepContext& ctx, const AttentionCall& call, RankDeps& ready
   const int64_t in = !call.backward ? x.q + x.kv : x.q + (call.qkv_recomputed ? x.q + x.kv : 0);
   const int64_t out = !call.backward ? x.q : x.q + x.kv;
 
-  if (p.hp > 1) all_to_all_everywhere(ctx, ctx.head_groups, in, where, ready);
-  if (ctx.shuffles()) all_to_all_everywhere(ctx, ctx.context_groups, in, where, ready);
+  auto ins = [&](int r) { return parts_in(ctx, r, call.phase, call.backward); };
+  auto outs = [&](int r) { return parts_out(ctx, r, call.phase, call.backward); };
+  int stage = 0;
+  if (p.hp > 1) all_to_all_everywhere(ctx, ctx.head_groups, in, where, ready, ins, stage, stage + 1), ++stage;
+  if (ctx.shuffles()) all_to_all_everywhere(ctx, ctx.context_groups, in, where, ready, ins, stage, stage + 1), ++stage;
   if (ctx.patterns_dynamic && call.phase == Phase::forward)
     for (int d = 0; d < p.dp; ++d)
       for (int h = 0; h < p.hp; ++h) build_indices(ctx, d, h, call.layer, ready);
   emit_ring(ctx, call.phase, call.layer, call.backward, ready);
-  if (ctx.shuffles()) all_to_all_everywhere(ctx, ctx.context_groups, out, where, ready);
-  if (p.hp > 1) all_to_all_everywhere(ctx, ctx.head_groups, out, where, ready);
+  if (ctx.shuffles()) all_to_all_everywhere(ctx, ctx.context_groups, out, where, ready, outs, stage, stage - 1), --stage;
+  if (p.hp > 1) all_to_all_everywhere(ctx, ctx.head_groups, out, where, ready, outs, stage, stage - 1), --stage;
 }
 
 }  // namespace rm::generate

@@ -21,4 +21,22 @@ struct AttentionCall {
 // ready[r] in: what the attention waits for on rank r; out: what ends it there.
 void emit_attention(StepContext& ctx, const AttentionCall& call, RankDeps& ready);
 
+// The attention's own buffers on a rank, in the ring's token layout (the
+// context rank's S/cp tokens, the head rank's heads): Q, K|V, O, LSE (kept per
+// layer for the backward), dO, dQ and the rank's finished dK|dV (fp32, as
+// they travel). A recomputation (and the backward after it) uses Q|K|V, O|LSE
+// of its own ("q.re", "kv.bwd", ...), so that it never overwrites what the
+// forward's ring may still be sending.
+struct AttentionTensors {
+  int q = -1, kv = -1, o = -1, lse = -1, d_o = -1, dq = -1, dkv = -1;
+};
+AttentionTensors attention_tensors(StepContext& ctx, int rank, schedule::Phase phase);
+
+// What the dense part of the layer writes before the attention and reads
+// after it, per rank: the first exchange's input (or the attention's own
+// buffers when nothing is exchanged). Forward in: Q, K|V; out: O.
+// Backward in: dO (then Q, K|V under selective checkpointing); out: dQ, dK|dV.
+std::vector<int> attention_inputs(StepContext& ctx, int rank, schedule::Phase phase, bool backward);
+std::vector<int> attention_outputs(StepContext& ctx, int rank, schedule::Phase phase, bool backward);
+
 }  // namespace rm::generate

@@ -1,10 +1,18 @@
 #include "sim/generate/ring_emitter.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
+#include <fmt/format.h>
+
+#include "sim/generate/attention.hpp"
 #include "sim/generate/layer_costs.hpp"
 #include "sim/placement/device_map.hpp"
 
 namespace rm::generate {
 
+using schedule::BufferRole;
+using schedule::DType;
 using schedule::OpKind;
 using schedule::P2PIds;
 using schedule::Where;
@@ -50,6 +58,70 @@ std::vector<P2PIds> shift(StepContext& ctx, const Ring& g, int (*next)(const Rin
   return out;
 }
 
+// How the causal mask meets queries q x keys k.
+schedule::Mask mask_of(const sparsity::TokenSet& q, const sparsity::TokenSet& k) {
+  auto lo = [](const sparsity::TokenSet& t) {
+    int64_t m = INT64_MAX;
+    for (const auto& r : t.runs) m = std::min(m, r.begin);
+    return m;
+  };
+  auto hi = [](const sparsity::TokenSet& t) {
+    int64_t m = -1;
+    for (const auto& r : t.runs) m = std::max(m, r.begin + (r.count - 1) * r.stride + r.len - 1);
+    return m;
+  };
+  if (hi(k) <= lo(q)) return schedule::Mask::full;
+  if (lo(k) > hi(q)) return schedule::Mask::empty;
+  return schedule::Mask::causal;
+}
+
+int token_set_of(StepContext& ctx, const sparsity::TokenSet& t) {
+  schedule::TokenSet out;
+  for (const auto& r : t.runs) out.runs.push_back({r.begin, r.len, r.stride, r.count});
+  return ctx.b.token_set(out);
+}
+
+// Per-rank buffers of the ring: K|V receive slots (inner: two, double
+// buffering; outer: three, see below), and backward's dK|dV — each step's
+// partial, the sums arriving with a block, and each round's share handed to
+// the outer ring.
+struct RingBuffers {
+  AttentionTensors t;
+  int kv_inner[2] = {-1, -1}, kv_outer[3] = {-1, -1, -1};
+  int dkv_inner[2] = {-1, -1}, dkv_outer[2] = {-1, -1};
+  std::vector<int> dkv_part;   // per step (the compute stream may run ahead of the dK|dV transfers)
+  std::vector<int> dkv_round;  // per outer round
+};
+
+// Buffers one stream writes and another reads are safe from the next writer
+// only through what the generator's dependencies imply: an outer K|V slot is
+// read by an inner send that nothing waits for, so the slots are three (a
+// slot is rewritten once a later round's computes, hence the inner sends
+// before them, are done) and kept per pass (two copies, alternating between
+// consecutive passes), as are the dK|dV partials and round sums.
+RingBuffers ring_buffers(StepContext& ctx, int r, schedule::Phase phase, int O, int I, bool backward) {
+  RingBuffers b;
+  b.t = attention_tensors(ctx, r, phase);
+  const std::vector<int64_t> kv = ctx.b.peek().buffers[size_t(b.t.kv)].shape;
+  auto slot = [&](const std::string& name, BufferRole role, DType dt,
+                  schedule::Instances n = schedule::Instances::one) { return ctx.buffer(r, name, role, dt, kv, n); };
+  constexpr auto kPerPass = schedule::Instances::per_pass;
+  for (int i = 0; i < std::min(3, O - 1); ++i)
+    b.kv_outer[i] = slot(fmt::format("kv.outer{}", i), BufferRole::kv_slot, DType::bf16, kPerPass);
+  for (int i = 0; i < 2; ++i) {
+    if (I > 1) b.kv_inner[i] = slot(fmt::format("kv.inner{}", i), BufferRole::kv_slot, DType::bf16);
+    if (backward && I > 1) b.dkv_inner[i] = slot(fmt::format("dkv.inner{}", i), BufferRole::dkv_slot, DType::fp32);
+    if (backward && O > 1) b.dkv_outer[i] = slot(fmt::format("dkv.outer{}", i), BufferRole::dkv_slot, DType::fp32);
+  }
+  if (backward && O * I > 1)
+    for (int k = 0; k < O * I; ++k)
+      b.dkv_part.push_back(slot(fmt::format("dkv.step{}", k), BufferRole::dkv_slot, DType::fp32, kPerPass));
+  if (backward && O > 1 && I > 1)
+    for (int o = 0; o < O; ++o)
+      b.dkv_round.push_back(slot(fmt::format("dkv.round{}", o), BufferRole::dkv_slot, DType::fp32, kPerPass));
+  return b;
+}
+
 int inner_next(const Ring& g, int c) { return g.at(g.pos[size_t(c)].first, g.pos[size_t(c)].second + 1); }
 int outer_next(const Ring& g, int c) { return g.at(g.pos[size_t(c)].first + 1, g.pos[size_t(c)].second); }
 
@@ -74,6 +146,27 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
   const double flops_per_nnz =
       cost::attention_fwd_flops_per_nnz(dim) * batch * (backward ? cost::kAttentionBwdFlopsRatio : 1.0);
   const OpKind attn = backward ? OpKind::attn_bwd : OpKind::attn_fwd;
+  const schedule::IndexSource index = ctx.patterns_dynamic ? schedule::IndexSource::built
+                                      : ctx.patterns_sparse ? schedule::IndexSource::pattern
+                                                            : schedule::IndexSource::none;
+  std::vector<RingBuffers> buf;
+  std::vector<int> tokens;
+  for (int c = 0; c < cp; ++c) {
+    buf.push_back(ring_buffers(ctx, g.rank[size_t(c)], phase, O, I, backward));
+    tokens.push_back(token_set_of(ctx, ctx.work.tokens(c)));
+  }
+  // Where rank c holds the K|V of step (so, si): its own, the outer slot, or an inner slot.
+  auto block = [&](int c, int so, int si) {
+    const RingBuffers& b = buf[size_t(c)];
+    if (si > 0) return b.kv_inner[(so * I + si - 1) % 2];
+    return so == 0 ? b.t.kv : b.kv_outer[(so - 1) % 3];
+  };
+  auto set_shift = [&](const std::vector<P2PIds>& ids, auto reads, auto writes) {
+    for (int c = 0; c < cp; ++c) {
+      ctx.access(ids[size_t(c)].send, reads(c), {});
+      ctx.access(ids[size_t(c)].recv, {}, {writes(c)});
+    }
+  };
 
   std::vector<OpId> last_compute(static_cast<size_t>(cp), -1), kv_arrived(static_cast<size_t>(cp), -1), outer_arrived(static_cast<size_t>(cp), -1),
       dkv_inner_arrived(static_cast<size_t>(cp), -1), dkv_outer_arrived(static_cast<size_t>(cp), -1);
@@ -91,6 +184,9 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
       }
       auto ids = shift(ctx, g, outer_next, &RankStreams::kv_outer, kv, {phase, layer, so * I}, kTagKvOuter, deps);
       for (int c = 0; c < cp; ++c) next_outer[size_t(c)] = ids[size_t(c)].recv;
+      set_shift(
+          ids, [&](int c) { return std::vector<int>{block(c, so, 0)}; },
+          [&](int c) { return buf[size_t(c)].kv_outer[so % 3]; });
     }
     for (int si = 0; si < I; ++si) {
       const int k = so * I + si;
@@ -106,22 +202,54 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
         }
         auto ids = shift(ctx, g, inner_next, &RankStreams::kv_inner, kv, where, kTagKvInner, deps);
         for (int c = 0; c < cp; ++c) kv_arrived[size_t(c)] = ids[size_t(c)].recv;
+        set_shift(
+            ids, [&](int c) { return std::vector<int>{block(c, so, si)}; },
+            [&](int c) { return buf[size_t(c)].kv_inner[k % 2]; });
       }
       for (int c = 0; c < cp; ++c) {
         const int r = g.rank[size_t(c)];
         std::vector<OpId> cd = start_deps(c);
         append(cd, have[size_t(c)]);
-        const sparsity::TileCost& t = work[size_t(c * cp + l.sources[size_t(k)][size_t(c)])];
+        const int src = l.sources[size_t(k)][size_t(c)];
+        const sparsity::TileCost& t = work[size_t(c * cp + src)];
         last_compute[size_t(c)] = ctx.b.compute(r, ctx.streams[size_t(r)].compute, attn, where,
                                                 {double(t.nnz) * flops_per_nnz, t.blocks * batch,
                                                  ctx.work.tokens(c).size() * batch},
                                                 std::move(cd));
+        const RingBuffers& b = buf[size_t(c)];
+        std::vector<int> reads{b.t.q, block(c, so, si)};
+        if (backward) reads.insert(reads.end(), {b.t.o, b.t.lse, b.t.d_o});
+        if (index == schedule::IndexSource::built)
+          reads.push_back(ctx.buffer(r, "index", BufferRole::index, DType::int32,
+                                     {batch, shard.heads, kIndexMaxVerticals + kIndexMaxSlashes}, kPerLayer));
+        std::vector<int> writes = !backward ? std::vector<int>{b.t.o, b.t.lse}
+                                            : std::vector<int>{b.t.dq, O * I > 1 ? b.dkv_part[size_t(k)] : b.t.dkv};
+        ctx.access(last_compute[size_t(c)], std::move(reads), std::move(writes));
+        ctx.b.set_attention(last_compute[size_t(c)],
+                            {tokens[size_t(c)], tokens[size_t(src)], shard.first_head, shard.heads,
+                             shard.first_kv_head, shard.kv_heads, mask_of(ctx.work.tokens(c), ctx.work.tokens(src)),
+                             index, k > 0});
       }
       if (backward && I > 1) {
         // The block's dK/dV follow it: this step's contribution, plus what came with it.
         for (int c = 0; c < cp; ++c) deps[size_t(c)] = {last_compute[size_t(c)]};
         auto ids = shift(ctx, g, inner_next, &RankStreams::dkv_inner, dkv, where, kTagDkvInner, deps);
         for (int c = 0; c < cp; ++c) dkv_inner_arrived[size_t(c)] = ids[size_t(c)].recv;
+        // The send adds this step's partial to the sum that came with the block; the
+        // round's last transfer hands the node's sum to the outer ring (or, with one
+        // round, brings the rank its own dK|dV).
+        set_shift(
+            ids,
+            [&](int c) {
+              std::vector<int> r{buf[size_t(c)].dkv_part[size_t(k)]};
+              if (si > 0) r.push_back(buf[size_t(c)].dkv_inner[(k - 1) % 2]);
+              return r;
+            },
+            [&](int c) {
+              const RingBuffers& b = buf[size_t(c)];
+              if (si + 1 < I) return b.dkv_inner[k % 2];
+              return O > 1 ? b.dkv_round[size_t(so)] : b.t.dkv;
+            });
       }
     }
     if (backward && O > 1) {
@@ -133,6 +261,15 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
       auto ids = shift(ctx, g, outer_next, &RankStreams::dkv_outer, dkv, {phase, layer, so * I + I - 1},
                        kTagDkvOuter, deps);
       for (int c = 0; c < cp; ++c) dkv_outer_arrived[size_t(c)] = ids[size_t(c)].recv;
+      set_shift(
+          ids,
+          [&](int c) {
+            const RingBuffers& b = buf[size_t(c)];
+            std::vector<int> r{I > 1 ? b.dkv_round[size_t(so)] : b.dkv_part[size_t(so * I + I - 1)]};
+            if (so > 0) r.push_back(b.dkv_outer[(so - 1) % 2]);
+            return r;
+          },
+          [&](int c) { return so + 1 < O ? buf[size_t(c)].dkv_outer[so % 2] : buf[size_t(c)].t.dkv; });
     }
     outer_arrived = next_outer;
   }

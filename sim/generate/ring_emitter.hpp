@@ -15,6 +15,10 @@
 // compute an inner dK/dV transfer (the I-th brings the round's block back to
 // where it entered the node), after each round an outer one; the last one
 // delivers every rank's own dK/dV.
+// Every op names its buffers (docs/generators.md, "Buffers"): a compute reads
+// Q and the K/V slot of its step, a send the slot the step computes on, a
+// recv the slot the next step reads; each attention op says its query and key
+// tokens, heads, mask, index and whether it merges into O/LSE (dQ).
 #pragma once
 
 #include "sim/generate/step_context.hpp"

@@ -1,5 +1,7 @@
 #include "sim/generate/step_context.hpp"
 
+#include <stdexcept>
+
 #include <fmt/format.h>
 
 namespace rm::generate {
@@ -12,6 +14,7 @@ StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityM
     : e(experiment),
       topo(topology),
       patterns_dynamic(patterns.dynamic()),
+      patterns_sparse(patterns.sparse()),
       map(experiment.parallel),
       kind(make_attention_kind(experiment)),
       work(experiment, patterns, cache),
@@ -93,6 +96,19 @@ std::vector<OpId> StepContext::collective(int group, OpKind k, int64_t bytes, sc
   const auto& members = b.peek().groups[size_t(group)].ranks;
   for (size_t i = 0; i < members.size(); ++i) ready[size_t(members[i])] = {ids[i]};
   return ids;
+}
+
+int StepContext::buffer(int rank, const std::string& name, schedule::BufferRole role, schedule::DType dtype,
+                        std::vector<int64_t> shape, schedule::Instances instances) {
+  auto [it, fresh] = buffer_ids_.try_emplace({rank, name}, -1);
+  if (fresh) {
+    it->second = b.add_buffer(rank, name, role, dtype, std::move(shape), instances);
+    return it->second;
+  }
+  const schedule::Buffer& have = b.peek().buffers[size_t(it->second)];
+  if (have.role != role || have.dtype != dtype || have.shape != shape || have.instances != instances)
+    throw std::logic_error(fmt::format("generator: buffer '{}' on rank {} declared twice, differently", name, rank));
+  return it->second;
 }
 
 OpId StepContext::compute(int r, OpKind k, schedule::Where where, schedule::ComputeCost cost, RankDeps& ready) {

@@ -5,7 +5,10 @@
 // the ops that must end before the next piece may start on that rank.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/config/experiment.hpp"
@@ -19,6 +22,7 @@ namespace rm::generate {
 
 using schedule::OpId;
 using RankDeps = std::vector<std::vector<OpId>>;  // per rank
+inline constexpr auto kPerLayer = schedule::Instances::per_layer;
 
 struct Coord {
   int d = 0, h = 0, c = 0;
@@ -57,9 +61,18 @@ struct StepContext {
   // A compute op on `rank` after ready[rank]; ready[rank] becomes it.
   OpId compute(int rank, schedule::OpKind kind, schedule::Where where, schedule::ComputeCost cost, RankDeps& ready);
 
+  // The buffer `name` on `rank`, declared on first use (then its role, dtype and
+  // shape must agree: one name, one tensor).
+  int buffer(int rank, const std::string& name, schedule::BufferRole role, schedule::DType dtype,
+             std::vector<int64_t> shape, schedule::Instances instances = schedule::Instances::one);
+  void access(OpId op, std::vector<int> reads, std::vector<int> writes) {
+    b.set_access(op, std::move(reads), std::move(writes));
+  }
+
   const Experiment& e;
   const Topology& topo;
   bool patterns_dynamic = false;
+  bool patterns_sparse = false;  // some head is not dense causal: attention reads a sparse index
   DeviceMap map;
   std::unique_ptr<AttentionKind> kind;
   AttentionWork work;
@@ -70,6 +83,9 @@ struct StepContext {
   std::vector<int> head_groups;     // per (d, c)
   int world_group = -1;
   std::vector<RankStreams> streams;  // per rank
+
+ private:
+  std::map<std::pair<int, std::string>, int> buffer_ids_;
 };
 
 }  // namespace rm::generate

@@ -163,6 +163,63 @@ std::vector<OpId> ScheduleBuilder::collective(int group, OpKind kind, int64_t by
   return ids;
 }
 
+int ScheduleBuilder::add_buffer(int rank, std::string name, BufferRole role, DType dtype, std::vector<int64_t> shape,
+                                Instances instances) {
+  if (rank < 0 || rank >= static_cast<int>(s_.ranks.size())) bad(fmt::format("add_buffer: no rank {}", rank));
+  for (int64_t d : shape)
+    if (d < 1) bad(fmt::format("add_buffer: '{}' on rank {} has a dimension {} < 1", name, rank, d));
+  const int id = static_cast<int>(s_.buffers.size());
+  s_.buffers.push_back(Buffer{id, rank, std::move(name), role, dtype, std::move(shape), instances});
+  return id;
+}
+
+namespace {
+// Looks `key` up in `ids`, else appends `value` to `table`; returns the index.
+template <class T>
+int intern(std::map<std::vector<int64_t>, int>& ids, std::vector<T>& table, std::vector<int64_t> key, const T& value) {
+  auto [it, fresh] = ids.try_emplace(std::move(key), static_cast<int>(table.size()));
+  if (fresh) table.push_back(value);
+  return it->second;
+}
+}  // namespace
+
+int ScheduleBuilder::token_set(const TokenSet& t) {
+  std::vector<int64_t> key;
+  for (const TokenRun& r : t.runs) key.insert(key.end(), {r.begin, r.len, r.stride, r.count});
+  return intern(token_set_ids_, s_.token_sets, std::move(key), t);
+}
+
+void ScheduleBuilder::set_access(OpId op, std::vector<int> reads, std::vector<int> writes) {
+  check_op(op);
+  for (int b : reads)
+    if (b < 0 || b >= static_cast<int>(s_.buffers.size())) bad(fmt::format("set_access: op {}: no buffer {}", op, b));
+  for (int b : writes)
+    if (b < 0 || b >= static_cast<int>(s_.buffers.size())) bad(fmt::format("set_access: op {}: no buffer {}", op, b));
+  std::vector<int64_t> key(reads.begin(), reads.end());
+  key.push_back(-1);  // separates reads from writes
+  key.insert(key.end(), writes.begin(), writes.end());
+  s_.ops[static_cast<size_t>(op)].access =
+      intern(access_ids_, s_.accesses, std::move(key), Access{std::move(reads), std::move(writes)});
+}
+
+void ScheduleBuilder::set_attention(OpId op, const Attention& a) {
+  check_op(op);
+  Op& o = s_.ops[static_cast<size_t>(op)];
+  if (o.kind != OpKind::attn_fwd && o.kind != OpKind::attn_bwd)
+    bad(fmt::format("set_attention: op {} is a {}", op, to_string(o.kind)));
+  o.detail = intern(attention_ids_, s_.attentions,
+                    {a.q_tokens, a.kv_tokens, a.head_begin, a.heads, a.kv_head_begin, a.kv_heads, int64_t(a.mask),
+                     int64_t(a.index), int64_t{a.merge}},
+                    a);
+}
+
+void ScheduleBuilder::set_gemm(OpId op, const Gemm& g) {
+  check_op(op);
+  Op& o = s_.ops[static_cast<size_t>(op)];
+  if (o.kind != OpKind::gemm) bad(fmt::format("set_gemm: op {} is a {}", op, to_string(o.kind)));
+  o.detail = intern(gemm_ids_, s_.gemms, {g.m, g.n, g.k}, g);
+}
+
 Schedule ScheduleBuilder::build() && {
   validate(s_);
   return std::move(s_);

@@ -1,12 +1,15 @@
 // Building Schedules from generators: ranks, streams, groups, ops with their
 // dependencies, and the two shapes that need care — a matched send/recv pair
 // and a collective with one op per group member. Ids come back from each call.
+// Data descriptors (buffers, reads/writes, attention and GEMM details) are
+// attached to ops after they are made; equal descriptors share one table entry.
 // The builder checks arguments as it goes (throws std::invalid_argument);
 // build() runs the full validation.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -75,12 +78,21 @@ class ScheduleBuilder {
                                const std::function<std::vector<OpId>(int rank)>& deps_of, int64_t tag = 0,
                                int root = -1);
 
+  // Data descriptors.
+  int add_buffer(int rank, std::string name, BufferRole role, DType dtype, std::vector<int64_t> shape,
+                 Instances instances = Instances::one);  // returns the buffer id
+  int token_set(const TokenSet& t);        // id of an equal set, added when new
+  void set_access(OpId op, std::vector<int> reads, std::vector<int> writes);
+  void set_attention(OpId op, const Attention& a);  // attn_fwd / attn_bwd only
+  void set_gemm(OpId op, const Gemm& g);            // gemm only
+
   const Schedule& peek() const { return s_; }
   Schedule build() &&;  // validates; throws ScheduleError naming the first problem
 
  private:
   void check_op(OpId op) const;
   Schedule s_;
+  std::map<std::vector<int64_t>, int> token_set_ids_, access_ids_, attention_ids_, gemm_ids_;
 };
 
 }  // namespace rm::schedule

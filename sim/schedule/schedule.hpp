@@ -5,6 +5,11 @@
 // Ids are dense: ranks[i].id == i, ranks[r].streams[s].id == s,
 // groups[g].id == g, ops[i].id == i (validate() checks it).
 // Stream order is op id order: a stream runs its ops one at a time, by id.
+// From version 2 a Schedule is executable: it declares buffers (tensors per
+// rank) and every op names the buffers it reads and writes; attention ops say
+// which tokens and heads they cover, which mask and sparse index apply, and
+// GEMMs their shape. These descriptors live in tables the op refers to by
+// index, so an op stays small and repeated layers share entries.
 #pragma once
 
 #include <cstdint>
@@ -35,12 +40,61 @@ inline constexpr int kPhaseCount = 4;
 enum class StreamKind : uint8_t { compute, comm_intra, comm_inter };
 inline constexpr int kStreamKindCount = 3;
 
+enum class DType : uint8_t { bf16, fp32, int32 };
+inline constexpr int kDTypeCount = 3;
+
+// How many copies of a buffer the runtime keeps, and which one an op uses.
+enum class Instances : uint8_t {
+  one,        // a single tensor, reused
+  per_layer,  // one per decoder layer: an op uses its layer's (layer -1: every layer's)
+  per_pass,   // two: the ops of the n-th pass (distinct layer and phase, in id order)
+              // that uses the buffer use copy n mod 2
+};
+inline constexpr int kInstancesCount = 3;
+
+// What a buffer holds; the runtime seeds inputs and checks results by role.
+enum class BufferRole : uint8_t {
+  q, kv, o, lse, d_o, dq, dkv,  // attention's own tensors, in the ring's token layout
+  kv_slot, dkv_slot,            // ring receive slots (double buffering), dK/dV partials
+  exchange,                     // all-to-all / shuffle staging, in another token layout
+  index, index_work,            // a built sparse index, and what building it exchanges
+  activation, weight, gradient,  // the dense parts of the layer and the optimizer
+};
+inline constexpr int kBufferRoleCount = 15;
+
+// How the causal mask meets an attention op's (query set x key set).
+enum class Mask : uint8_t {
+  full,    // every pair is allowed (all keys precede all queries): no masking
+  causal,  // the causal mask cuts the tile set: keep pairs with key <= query
+  empty,   // no pair is allowed: the op computes nothing
+};
+inline constexpr int kMaskCount = 3;
+
+// Which sparse index applies to an attention op.
+enum class IndexSource : uint8_t {
+  none,     // dense (under the mask)
+  pattern,  // the experiment's pattern for the op's layer and heads
+  built,    // the `index` buffer among the op's reads, built by index_build ops
+};
+inline constexpr int kIndexSourceCount = 3;
+
 std::string_view to_string(OpKind k);
 std::string_view to_string(Phase p);
 std::string_view to_string(StreamKind k);
+std::string_view to_string(DType t);
+std::string_view to_string(Instances i);
+std::string_view to_string(BufferRole r);
+std::string_view to_string(Mask m);
+std::string_view to_string(IndexSource i);
 std::optional<OpKind> parse_op_kind(std::string_view s);
 std::optional<Phase> parse_phase(std::string_view s);
 std::optional<StreamKind> parse_stream_kind(std::string_view s);
+std::optional<DType> parse_dtype(std::string_view s);
+std::optional<Instances> parse_instances(std::string_view s);
+std::optional<BufferRole> parse_buffer_role(std::string_view s);
+std::optional<Mask> parse_mask(std::string_view s);
+std::optional<IndexSource> parse_index_source(std::string_view s);
+int64_t dtype_bytes(DType t);
 
 bool is_compute(OpKind k);
 bool is_p2p(OpKind k);         // send, recv
@@ -67,6 +121,57 @@ struct Group {
   bool operator==(const Group&) const = default;
 };
 
+// A tensor on one rank (in `instances` copies).
+struct Buffer {
+  int id = 0;
+  int rank = 0;
+  std::string name;  // unique on its rank
+  BufferRole role = BufferRole::activation;
+  DType dtype = DType::bf16;
+  std::vector<int64_t> shape;  // dims, outermost first; every dim >= 1
+  Instances instances = Instances::one;
+  int64_t elements() const;
+  int64_t bytes() const { return elements() * dtype_bytes(dtype); }
+  bool operator==(const Buffer&) const = default;
+};
+
+// Token positions within one sequence, as the partitions produce them: runs of
+// `len` tokens, `count` of them, `stride` apart. Local order is run order.
+struct TokenRun {
+  int64_t begin = 0, len = 0, stride = 0, count = 1;
+  bool operator==(const TokenRun&) const = default;
+};
+struct TokenSet {
+  std::vector<TokenRun> runs;
+  int64_t size() const;
+  int64_t end() const;  // one past the largest token; 0 when empty
+  bool operator==(const TokenSet&) const = default;
+};
+
+// The buffers an op reads and writes (ids into Schedule::buffers, all on the
+// op's rank). An attention op merges its partial output into its written
+// accumulators unless it is the pass's first (Attention::merge).
+struct Access {
+  std::vector<int> reads, writes;
+  bool operator==(const Access&) const = default;
+};
+
+// What an attn_fwd / attn_bwd op computes: its queries against its keys, for
+// query heads [head_begin, +heads) and KV heads [kv_head_begin, +kv_heads).
+struct Attention {
+  int q_tokens = -1, kv_tokens = -1;  // ids into Schedule::token_sets
+  int head_begin = 0, heads = 0, kv_head_begin = 0, kv_heads = 0;
+  Mask mask = Mask::causal;
+  IndexSource index = IndexSource::none;
+  bool merge = false;  // false: initialise O/LSE (dQ) rather than merge into them
+  bool operator==(const Attention&) const = default;
+};
+
+struct Gemm {
+  int64_t m = 0, n = 0, k = 0;  // output rows, output columns, reduction
+  bool operator==(const Gemm&) const = default;
+};
+
 struct Op {
   OpId id = 0;
   int rank = 0;
@@ -86,6 +191,9 @@ struct Op {
   int64_t tag = 0;         // separates otherwise identical p2p pairs / collective calls
   bool joined = false;     // p2p launched together with the previous op of its stream
   std::vector<OpId> deps;  // ops on the same rank that must end before this starts
+  // data descriptors: -1 when absent
+  int32_t access = -1;  // index into Schedule::accesses
+  int32_t detail = -1;  // attn_fwd/attn_bwd: Schedule::attentions; gemm: Schedule::gemms
   bool operator==(const Op&) const = default;
 };
 
@@ -95,9 +203,19 @@ struct Schedule {
   std::vector<Rank> ranks;
   std::vector<Group> groups;
   std::vector<Op> ops;
+  // Data descriptors (empty in a costable-only Schedule); ops refer to them by index.
+  std::vector<Buffer> buffers;  // buffers[i].id == i
+  std::vector<TokenSet> token_sets;
+  std::vector<Access> accesses;
+  std::vector<Attention> attentions;
+  std::vector<Gemm> gemms;
 
   // nullptr when the rank or stream does not exist.
   const Stream* find_stream(int rank, int stream) const;
+  // nullptr when the op has no such descriptor (or its index is out of range).
+  const Access* access_of(const Op& op) const;
+  const Attention* attention_of(const Op& op) const;
+  const Gemm* gemm_of(const Op& op) const;
   bool operator==(const Schedule&) const = default;
 };
 

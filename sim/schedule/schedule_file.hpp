@@ -1,8 +1,9 @@
 // The Schedule's file format: versioned JSON ({"format": "ringmaster.schedule",
-// "version": 1}), gzipped when the path ends in ".gz". Ops are stored as
+// "version": 2}), gzipped when the path ends in ".gz". Ops are stored as
 // templates (the structure of a run of ops, e.g. one layer's forward) and
 // segments (instances of a template with their own first id, layer, phase,
-// outside dependencies and only the cost columns that differ), so a full
+// outside dependencies and only the cost and descriptor columns that differ),
+// with buffers, token sets and descriptors in tables of their own, so a full
 // training step of 10^5..10^6 ops stays a few MB. docs/schedule-format.md
 // documents every field.
 #pragma once
@@ -15,7 +16,7 @@
 
 namespace rm::schedule {
 
-inline constexpr int kScheduleFormatVersion = 1;
+inline constexpr int kScheduleFormatVersion = 2;
 
 // Deterministic: the same Schedule gives the same text.
 std::string to_schedule_json(const Schedule& s);

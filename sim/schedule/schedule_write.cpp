@@ -56,8 +56,9 @@ ojson column(const std::vector<Op>& ops, const Span& sp, F field) {
   return a;
 }
 
+// The per-op columns a segment may override: costs and data descriptor ids.
 struct CostColumns {
-  ojson flops, blocks, tokens, bytes, tag;
+  ojson flops, blocks, tokens, bytes, tag, access, detail;
 };
 
 CostColumns costs(const std::vector<Op>& ops, const Span& sp) {
@@ -65,7 +66,9 @@ CostColumns costs(const std::vector<Op>& ops, const Span& sp) {
           column(ops, sp, [](const Op& o) { return ojson(o.blocks); }),
           column(ops, sp, [](const Op& o) { return ojson(o.tokens); }),
           column(ops, sp, [](const Op& o) { return ojson(o.bytes); }),
-          column(ops, sp, [](const Op& o) { return ojson(o.tag); })};
+          column(ops, sp, [](const Op& o) { return ojson(o.tag); }),
+          column(ops, sp, [](const Op& o) { return ojson(o.access); }),
+          column(ops, sp, [](const Op& o) { return ojson(o.detail); })};
 }
 
 ojson template_json(const std::vector<Op>& ops, const Span& sp, const CostColumns& c) {
@@ -90,7 +93,56 @@ ojson template_json(const std::vector<Op>& ops, const Span& sp, const CostColumn
   t["tokens"] = c.tokens;
   t["bytes"] = c.bytes;
   t["tag"] = c.tag;
+  t["access"] = c.access;
+  t["detail"] = c.detail;
   return t;
+}
+
+// A table of n rows as one array per field.
+template <class T, class F>
+ojson table_column(const std::vector<T>& rows, F field) {
+  ojson a = ojson::array();
+  for (const T& r : rows) a.push_back(field(r));
+  return a;
+}
+
+ojson buffers_json(const std::vector<Buffer>& b) {
+  ojson j;
+  j["count"] = b.size();
+  j["rank"] = table_column(b, [](const Buffer& x) { return ojson(x.rank); });
+  j["name"] = table_column(b, [](const Buffer& x) { return ojson(x.name); });
+  j["role"] = table_column(b, [](const Buffer& x) { return ojson(to_string(x.role)); });
+  j["dtype"] = table_column(b, [](const Buffer& x) { return ojson(to_string(x.dtype)); });
+  j["shape"] = table_column(b, [](const Buffer& x) { return ojson(x.shape); });
+  j["instances"] = table_column(b, [](const Buffer& x) { return ojson(to_string(x.instances)); });
+  return j;
+}
+
+ojson attentions_json(const std::vector<Attention>& a) {
+  ojson j;
+  j["count"] = a.size();
+  j["q_tokens"] = table_column(a, [](const Attention& x) { return ojson(x.q_tokens); });
+  j["kv_tokens"] = table_column(a, [](const Attention& x) { return ojson(x.kv_tokens); });
+  j["head_begin"] = table_column(a, [](const Attention& x) { return ojson(x.head_begin); });
+  j["heads"] = table_column(a, [](const Attention& x) { return ojson(x.heads); });
+  j["kv_head_begin"] = table_column(a, [](const Attention& x) { return ojson(x.kv_head_begin); });
+  j["kv_heads"] = table_column(a, [](const Attention& x) { return ojson(x.kv_heads); });
+  j["mask"] = table_column(a, [](const Attention& x) { return ojson(to_string(x.mask)); });
+  j["index"] = table_column(a, [](const Attention& x) { return ojson(to_string(x.index)); });
+  j["merge"] = table_column(a, [](const Attention& x) { return ojson(x.merge ? 1 : 0); });
+  return j;
+}
+
+// A descriptor column that differs from its template: whole, or, when few ops
+// differ (a layer's own residual-stream buffer), as `<key>_at: [[i, value], ...]`.
+void put_descriptor_column(ojson& seg, const std::string& key, const ojson& mine, const ojson& theirs, size_t n) {
+  if (mine == theirs) return;
+  auto at = [n](const ojson& c, size_t i) { return c.is_array() ? c[i] : c; };
+  ojson diff = ojson::array();
+  for (size_t i = 0; i < n; ++i)
+    if (at(mine, i) != at(theirs, i)) diff.push_back({i, at(mine, i)});
+  if (mine.is_array() && 4 * diff.size() < n) seg[key + "_at"] = std::move(diff);
+  else seg[key] = mine;
 }
 
 }  // namespace
@@ -111,6 +163,21 @@ std::string to_schedule_json(const Schedule& s) {
   ojson groups = ojson::array();
   for (const Group& g : s.groups) groups.push_back({{"name", g.name}, {"ranks", g.ranks}});
   j["groups"] = std::move(groups);
+  j["buffers"] = buffers_json(s.buffers);
+  ojson sets = ojson::array();
+  for (const TokenSet& t : s.token_sets) {
+    ojson runs = ojson::array();
+    for (const TokenRun& r : t.runs) runs.push_back({r.begin, r.len, r.stride, r.count});
+    sets.push_back(std::move(runs));
+  }
+  j["token_sets"] = std::move(sets);
+  ojson accesses = ojson::array();
+  for (const Access& a : s.accesses) accesses.push_back({a.reads, a.writes});
+  j["accesses"] = std::move(accesses);
+  j["attentions"] = attentions_json(s.attentions);
+  ojson gemms = ojson::array();
+  for (const Gemm& g : s.gemms) gemms.push_back({g.m, g.n, g.k});
+  j["gemms"] = std::move(gemms);
   j["op_count"] = s.ops.size();
 
   ojson templates = ojson::array(), segments = ojson::array();
@@ -140,6 +207,8 @@ std::string to_schedule_json(const Schedule& s) {
     if (c.tokens != t.tokens) seg["tokens"] = c.tokens;
     if (c.bytes != t.bytes) seg["bytes"] = c.bytes;
     if (c.tag != t.tag) seg["tag"] = c.tag;
+    put_descriptor_column(seg, "access", c.access, t.access, sp.count);
+    put_descriptor_column(seg, "detail", c.detail, t.detail, sp.count);
     segments.push_back(std::move(seg));
   }
   j["templates"] = std::move(templates);

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/config/json_reader.hpp"
 #include "sim/schedule/comm_matching.hpp"
 #include "sim/schedule/deadlock.hpp"
 #include "sim/schedule/schedule_error.hpp"
@@ -21,6 +22,7 @@ class Checker {
 
   std::vector<Problem> run() {
     check_ranks_and_groups();
+    check_tables();
     check_ops();
     if (!out_.empty()) return out_;  // matching needs sound ids, ranks and groups
     const CommMatching m = match_comms(s_);
@@ -96,6 +98,7 @@ class Checker {
       if (!s_.find_stream(op.rank, op.stream)) add(ProblemKind::bad_stream, op.id, fmt::format("unknown stream {} on rank {}", op.stream, op.rank));
       check_fields(op);
       check_deps(op);
+      check_data(op);
     }
     check_joins();
   }
@@ -121,6 +124,146 @@ class Checker {
                                          : std::string("only a broadcast has a peer (its root)"));
       }
     }
+  }
+
+  // Sizes the experiment fixes, when the Schedule carries them (-1: unknown).
+  static int64_t known(const nlohmann::json& j, std::initializer_list<const char*> path) {
+    const nlohmann::json* v = &j;
+    for (const char* k : path) {
+      if (!v->is_object() || !v->contains(k)) return -1;
+      v = &(*v)[k];
+    }
+    try {
+      return rm::parse_size(*v, "");
+    } catch (const std::exception&) {
+      return -1;
+    }
+  }
+
+  void check_tables() {
+    const int64_t seq_len = known(s_.experiment, {"workload", "seq_len"});
+    const int64_t heads = known(s_.experiment, {"model", "heads"}), kv_heads = known(s_.experiment, {"model", "kv_heads"});
+    std::set<std::pair<int, std::string>> names;
+    for (size_t i = 0; i < s_.buffers.size(); ++i) {
+      const Buffer& b = s_.buffers[i];
+      auto bad = [&](const std::string& what) {
+        add_plain(ProblemKind::bad_data, fmt::format("buffer {} '{}': {}", i, b.name, what));
+      };
+      if (b.id != static_cast<int>(i)) bad(fmt::format("id {} (ids must equal positions)", b.id));
+      if (!rank_ok(b.rank)) bad(fmt::format("unknown rank {}", b.rank));
+      if (b.shape.empty() || std::any_of(b.shape.begin(), b.shape.end(), [](int64_t d) { return d < 1; }))
+        bad("its shape needs at least one dimension, each >= 1");
+      if (!names.insert({b.rank, b.name}).second) bad(fmt::format("a second buffer of that name on rank {}", b.rank));
+    }
+    for (size_t i = 0; i < s_.token_sets.size(); ++i) {
+      const TokenSet& t = s_.token_sets[i];
+      for (const TokenRun& r : t.runs)
+        if (r.begin < 0 || r.len < 1 || r.count < 1 || (r.count > 1 && r.stride < r.len))
+          add_plain(ProblemKind::bad_data, fmt::format("token set {}: run {{begin {}, len {}, stride {}, count {}}} "
+                                                       "needs len >= 1, count >= 1 and stride >= len",
+                                                       i, r.begin, r.len, r.stride, r.count));
+      if (seq_len > 0 && t.end() > seq_len)
+        add_plain(ProblemKind::bad_data,
+                  fmt::format("token set {}: reaches token {}, beyond seq_len {}", i, t.end() - 1, seq_len));
+    }
+    for (size_t i = 0; i < s_.accesses.size(); ++i)
+      for (const auto* list : {&s_.accesses[i].reads, &s_.accesses[i].writes})
+        for (int b : *list)
+          if (b < 0 || b >= static_cast<int>(s_.buffers.size()))
+            add_plain(ProblemKind::bad_data, fmt::format("access {}: no buffer {}", i, b));
+    const auto sets = static_cast<int>(s_.token_sets.size());
+    for (size_t i = 0; i < s_.attentions.size(); ++i) {
+      const Attention& a = s_.attentions[i];
+      auto bad = [&](const std::string& what) { add_plain(ProblemKind::bad_data, fmt::format("attention {}: {}", i, what)); };
+      if (a.q_tokens < 0 || a.q_tokens >= sets || a.kv_tokens < 0 || a.kv_tokens >= sets)
+        bad(fmt::format("token sets {} and {}: expected ids below {}", a.q_tokens, a.kv_tokens, sets));
+      if (a.head_begin < 0 || a.heads < 1 || (heads > 0 && a.head_begin + a.heads > heads))
+        bad(fmt::format("query heads [{}, {}) lie outside the model's {} heads", a.head_begin, a.head_begin + a.heads,
+                        heads));
+      if (a.kv_head_begin < 0 || a.kv_heads < 1 || (kv_heads > 0 && a.kv_head_begin + a.kv_heads > kv_heads))
+        bad(fmt::format("KV heads [{}, {}) lie outside the model's {} KV heads", a.kv_head_begin,
+                        a.kv_head_begin + a.kv_heads, kv_heads));
+    }
+    for (size_t i = 0; i < s_.gemms.size(); ++i) {
+      const Gemm& g = s_.gemms[i];
+      if (g.m < 1 || g.n < 1 || g.k < 1)
+        add_plain(ProblemKind::bad_data, fmt::format("gemm {}: (m, n, k) = ({}, {}, {}) must be >= 1", i, g.m, g.n, g.k));
+    }
+  }
+
+  int64_t bytes_of(const std::vector<int>& ids) const {
+    int64_t n = 0;
+    for (int b : ids) n += s_.buffers[static_cast<size_t>(b)].bytes();
+    return n;
+  }
+
+  void check_data(const Op& op) {
+    const bool attn = op.kind == OpKind::attn_fwd || op.kind == OpKind::attn_bwd;
+    const bool executable = !s_.buffers.empty();  // a costable-only Schedule declares none
+    if (op.access < -1 || op.access >= static_cast<int32_t>(s_.accesses.size())) {
+      add(ProblemKind::bad_data, op.id, fmt::format("access {} is not in the table of {}", op.access, s_.accesses.size()));
+      return;
+    }
+    const size_t details = attn ? s_.attentions.size() : op.kind == OpKind::gemm ? s_.gemms.size() : 0;
+    if (op.detail < -1 || op.detail >= static_cast<int32_t>(details)) {
+      add(ProblemKind::bad_data, op.id,
+          details == 0 ? std::string("only attention and gemm ops have a detail")
+                       : fmt::format("detail {} is not in the table of {}", op.detail, details));
+      return;
+    }
+    if (executable && (attn || op.kind == OpKind::gemm) && op.detail < 0)
+      add(ProblemKind::bad_data, op.id, attn ? "has no attention descriptor" : "has no (m, n, k)");
+    const Access* a = s_.access_of(op);
+    if (!a) {
+      if (executable) add(ProblemKind::bad_data, op.id, is_compute(op.kind) ? "names no buffers" : "names no buffers it moves");
+      return;
+    }
+    bool ids_ok = true;  // a bad id is reported with its access entry
+    for (const auto* list : {&a->reads, &a->writes})
+      for (int b : *list)
+        if (b < 0 || b >= static_cast<int>(s_.buffers.size())) ids_ok = false;
+        else if (s_.buffers[static_cast<size_t>(b)].rank != op.rank)
+          add(ProblemKind::bad_data, op.id,
+              fmt::format("uses buffer {} '{}' of rank {}", b, s_.buffers[static_cast<size_t>(b)].name,
+                          s_.buffers[static_cast<size_t>(b)].rank));
+    if (is_compute(op.kind) || !ids_ok) return;
+    // Bytes of a transfer against its buffers (collectives: docs/schedule-format.md's byte convention).
+    auto need = [&](const char* side, const std::vector<int>& ids, bool each) {
+      const int64_t n = each ? (ids.empty() ? -1 : bytes_of({ids.front()})) : bytes_of(ids);
+      bool ok = !ids.empty() && n == op.bytes;
+      if (each)
+        for (int b : ids) ok = ok && s_.buffers[static_cast<size_t>(b)].bytes() == op.bytes;
+      if (!ok)
+        add(ProblemKind::bad_data, op.id,
+            fmt::format("moves {} bytes, but the buffers it {} hold {}", op.bytes, side, ids.empty() ? 0 : bytes_of(ids)));
+    };
+    switch (op.kind) {
+      case OpKind::send: need("reads", a->reads, true); break;  // several: their sum is sent
+      case OpKind::recv:
+        if (a->writes.size() != 1) add(ProblemKind::bad_data, op.id, "a recv writes exactly one buffer");
+        else need("writes", a->writes, false);
+        break;
+      case OpKind::all_to_all: {  // may narrow what it reads (fp32 dK|dV leave the ring as bf16)
+        need("writes", a->writes, false);
+        int64_t in = 0, out = 0;
+        for (int b : a->reads) in += s_.buffers[static_cast<size_t>(b)].elements();
+        for (int b : a->writes) out += s_.buffers[static_cast<size_t>(b)].elements();
+        if (in != out)
+          add(ProblemKind::bad_data, op.id,
+              fmt::format("reads {} elements but writes {}: an all-to-all moves its input whole", in, out));
+        break;
+      }
+      case OpKind::all_reduce:
+        need("reads", a->reads, false);
+        need("writes", a->writes, false);
+        break;
+      case OpKind::all_gather:
+      case OpKind::broadcast: need("writes", a->writes, false); break;
+      case OpKind::reduce_scatter: need("reads", a->reads, false); break;
+      default: break;
+    }
+    if (op.kind == OpKind::broadcast && op.peer == op.rank && a->reads.empty())
+      add(ProblemKind::bad_data, op.id, "the broadcast root reads no buffer");
   }
 
   void check_deps(const Op& op) {

@@ -1,7 +1,11 @@
 // Is a Schedule executable? Checks ids, ranks, streams and groups, dangling
 // and cross-rank dependencies, p2p matching (peer, tag, bytes), collective
 // membership, dependency cycles, and deadlock (an abstract run of stream
-// order + dependencies + communication matching). Runs before any rank starts.
+// order + dependencies + communication matching), and the data descriptors:
+// buffers exist and sit on the op's rank, a transfer's bytes equal its
+// buffers' sizes, token sets and head ranges lie within the experiment's
+// sequence and model. A Schedule that declares buffers must describe every
+// communication, attention and GEMM op. Runs before any rank starts.
 #pragma once
 
 #include <string>
@@ -24,6 +28,7 @@ enum class ProblemKind {
   bad_join,        // joined op not right after a p2p op of its stream
   cycle,           // dependencies (with stream order) form a cycle
   deadlock,        // ops that can never run
+  bad_data,        // a buffer, token set or descriptor malformed, missing, or not fitting its op
 };
 
 struct Problem {

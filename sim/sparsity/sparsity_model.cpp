@@ -24,6 +24,12 @@ const HeadPattern& SparsityModel::head(int layer, int head) const {
   return *patterns_[static_cast<size_t>(layer) * static_cast<size_t>(heads_) + static_cast<size_t>(head)];
 }
 
+bool SparsityModel::sparse() const {
+  for (const auto& p : patterns_)
+    if (p->kind() != PatternKind::dense_causal) return true;
+  return false;
+}
+
 double SparsityModel::block_sparsity(int layer, BlockShape shape) const {
   const double causal = static_cast<double>(chunk_row_costs(HeadPattern::dense_causal(), seq_len_, seq_len_, shape)[0].blocks);
   std::map<const HeadPattern*, int64_t> seen;  // shared patterns are counted once

@@ -36,6 +36,8 @@ class SparsityModel {
   const HeadPattern& head(int layer, int head) const;
   // True when indices are built online each step (top-k / top-p): schedules add index-building ops.
   bool dynamic() const { return dynamic_; }
+  // True when some head's mask is not dense causal: attention runs a sparse-index kernel.
+  bool sparse() const;
   // 1 - computed / causal tiles over the whole sequence, summed over the layer's heads.
   double block_sparsity(int layer, BlockShape shape) const;
 

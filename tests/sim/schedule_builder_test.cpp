@@ -155,10 +155,41 @@ TEST(ScheduleNames, RoundTripAndDescribe) {
   for (int p = 0; p < kPhaseCount; ++p) EXPECT_EQ(parse_phase(to_string(static_cast<Phase>(p))), static_cast<Phase>(p));
   for (int k = 0; k < kStreamKindCount; ++k)
     EXPECT_EQ(parse_stream_kind(to_string(static_cast<StreamKind>(k))), static_cast<StreamKind>(k));
+  for (int t = 0; t < kDTypeCount; ++t) EXPECT_EQ(parse_dtype(to_string(static_cast<DType>(t))), static_cast<DType>(t));
+  for (int r = 0; r < kBufferRoleCount; ++r)
+    EXPECT_EQ(parse_buffer_role(to_string(static_cast<BufferRole>(r))), static_cast<BufferRole>(r));
+  for (int m = 0; m < kMaskCount; ++m) EXPECT_EQ(parse_mask(to_string(static_cast<Mask>(m))), static_cast<Mask>(m));
+  for (int i = 0; i < kIndexSourceCount; ++i)
+    EXPECT_EQ(parse_index_source(to_string(static_cast<IndexSource>(i))), static_cast<IndexSource>(i));
+  for (int i = 0; i < kInstancesCount; ++i)
+    EXPECT_EQ(parse_instances(to_string(static_cast<Instances>(i))), static_cast<Instances>(i));
   EXPECT_EQ(to_string(OpKind::all_gather), "all_gather");
+  EXPECT_EQ(to_string(BufferRole::d_o), "do");
   EXPECT_FALSE(parse_op_kind("matmul"));
   Schedule s;
   EXPECT_EQ(describe(s, 3), "op 3");
+}
+
+TEST(ScheduleBuilder, EqualDescriptorsShareOneEntry) {
+  ScheduleBuilder b;
+  b.add_rank(0), b.add_stream(0, StreamKind::compute);
+  const int q = b.add_buffer(0, "q", BufferRole::q, DType::bf16, {4, 8}, Instances::per_layer);
+  EXPECT_EQ(b.peek().buffers[size_t(q)].bytes(), 64);
+  EXPECT_THROW(b.add_buffer(0, "bad", BufferRole::q, DType::bf16, {4, 0}), std::invalid_argument);
+  EXPECT_EQ(b.token_set({{{0, 8, 16, 2}}}), b.token_set({{{0, 8, 16, 2}}}));
+  EXPECT_NE(b.token_set({{{0, 8, 16, 2}}}), b.token_set({{{8, 8, 16, 2}}}));
+  std::vector<OpId> ops;
+  for (int layer = 0; layer < 3; ++layer) {
+    ops.push_back(b.compute(0, 0, OpKind::attn_fwd, {Phase::forward, layer, 0}, {1, 1, 1}));
+    b.set_access(ops.back(), {q}, {q});
+    b.set_attention(ops.back(), {0, 0, 0, 1, 0, 1, Mask::causal, IndexSource::none, false});
+  }
+  b.set_access(ops[2], {q}, {});  // differs: reads only
+  EXPECT_EQ(b.peek().accesses.size(), 2u);
+  EXPECT_EQ(b.peek().attentions.size(), 1u);
+  EXPECT_EQ(b.peek().ops[size_t(ops[0])].access, b.peek().ops[size_t(ops[1])].access);
+  EXPECT_THROW(b.set_gemm(ops[0], {1, 1, 1}), std::invalid_argument);  // not a gemm
+  EXPECT_THROW(b.set_access(ops[0], {7}, {}), std::invalid_argument);  // no buffer 7
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "sim/schedule/schedule_error.hpp"
 #include "sim/schedule/validate.hpp"
+#include "tests/support/generate_support.hpp"
 #include "tests/support/schedule_random.hpp"
 #include "traces/text_file.hpp"
 
@@ -92,15 +93,68 @@ TEST(ScheduleFile, RepeatedLayersShareOneTemplate) {
 
 TEST(ScheduleFile, RefusesUnknownFormatAndVersion) {
   auto j = nlohmann::json::parse(to_schedule_json(random_schedule(1)));
-  j["version"] = 2;
-  EXPECT_NE(error_of([&] { from_schedule_json(j, "s.json"); }).find("s.json: $.version: unsupported schedule version 2"),
+  j["version"] = 3;
+  EXPECT_NE(error_of([&] { from_schedule_json(j, "s.json"); }).find("s.json: $.version: unsupported schedule version 3"),
             std::string::npos);
   j["version"] = 1;
+  EXPECT_NE(error_of([&] { from_schedule_json(j, "s.json"); })
+                .find("s.json: $.version: version 1 is no longer read (it has no buffers): re-export it with "
+                      "`ringmaster schedule`"),
+            std::string::npos);
+  j["version"] = 2;
   j["format"] = "chakra";
   EXPECT_NE(error_of([&] { from_schedule_json(j, "s.json"); }).find("unknown format \"chakra\""), std::string::npos);
   j["format"] = "ringmaster.schedule";
   j["surprise"] = 1;
   EXPECT_NE(error_of([&] { from_schedule_json(j, "s.json"); }).find("$.surprise: unknown key"), std::string::npos);
+}
+
+// Executable schedules (buffers, token sets, accesses, attention and GEMM
+// descriptors) of every kind of generator come back identical.
+TEST(ScheduleFile, RoundTripsGeneratedSchedules) {
+  using generate::testing::small_experiment;
+  for (std::vector<std::string> o : std::vector<std::vector<std::string>>{
+           {"scope=step", "parallel.dp=2", "parallel.zero_stage=1"},
+           {"scope=layer", "parallel.cp=4", "parallel.partition=stripe", "parallel.stripe_tokens=64"},
+           {"scope=layer", "parallel.hp=2", "parallel.cp=4", "parallel.ring=double_ring", "parallel.window=2",
+            "parallel.checkpoint=selective"}}) {
+    o.push_back("workload.seq_len=1024");
+    auto e = small_experiment(o);
+    auto g = generate::testing::generate(
+        e, generate::testing::model_of(e, generate::testing::vertical_slash_pattern(), true));
+    ASSERT_FALSE(g.s.buffers.empty());
+    ASSERT_FALSE(g.s.attentions.empty());
+    ASSERT_FALSE(g.s.gemms.empty());
+    const std::string text = to_schedule_json(g.s);
+    if (o[0] == "scope=step") {
+      EXPECT_NE(text.find("\"access_at\""), std::string::npos);  // x{l} differs per layer
+    }
+    Schedule back = from_text(text);
+    EXPECT_EQ(back, g.s) << o[1];
+    EXPECT_TRUE(check(back).empty());
+  }
+}
+
+TEST(ScheduleFile, ReportsBadDescriptorsWithTheirPath) {
+  auto e = generate::testing::small_experiment({"scope=attention_fwd", "parallel.cp=2", "workload.seq_len=1024"});
+  auto g = generate::testing::generate(e, generate::testing::model_of(e, sparsity::HeadPattern::dense_causal()));
+  auto j = nlohmann::json::parse(to_schedule_json(g.s));
+  auto bad = j;
+  bad["buffers"]["dtype"][0] = "fp8";
+  EXPECT_NE(error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.buffers.dtype[0]: unknown dtype \"fp8\""),
+            std::string::npos);
+  bad = j;
+  bad["attentions"]["mask"] = "causal";  // a table column must be an array
+  EXPECT_NE(error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.attentions.mask: expected an array"),
+            std::string::npos);
+  bad = j;
+  bad["token_sets"][0][0] = {0, 0, 0, 1};  // len 0
+  EXPECT_NE(error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.token_sets[0][0][1]: expected an integer in [1"),
+            std::string::npos);
+  bad = j;
+  bad["accesses"][0] = {{0}};
+  EXPECT_NE(error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.accesses[0]: expected [reads, writes]"),
+            std::string::npos);
 }
 
 TEST(ScheduleFile, RefusesTruncatedFiles) {
@@ -171,6 +225,8 @@ TEST(ScheduleFile, DocumentedExampleIsValid) {
   ASSERT_EQ(s.ops.size(), 5u);
   EXPECT_EQ(s.ops[2].kind, OpKind::recv);
   EXPECT_EQ(s.ops[4].deps, (std::vector<OpId>{2}));
+  ASSERT_NE(s.attention_of(s.ops[0]), nullptr);  // it is executable: every op names its buffers
+  for (const Op& op : s.ops) EXPECT_NE(s.access_of(op), nullptr) << op.id;
 }
 
 }  // namespace

@@ -216,5 +216,81 @@ TEST(ScheduleValidate, BadJoin) {
   EXPECT_TRUE(has(first_problem(b.peek(), ProblemKind::bad_join, s), "is joined"));
 }
 
+// An executable pair: rank 0 computes attention on Q, K|V and sends K|V to rank 1.
+struct Executable {
+  Schedule s;
+  OpId attn = -1, send = -1, recv = -1;
+};
+Executable executable_pair() {
+  ScheduleBuilder b({{"workload", {{"seq_len", "1k"}}}, {"model", {{"heads", 4}, {"kv_heads", 2}}}});
+  for (int r = 0; r < 2; ++r) b.add_rank(r), b.add_stream(r, StreamKind::compute), b.add_stream(r, StreamKind::comm_intra);
+  const int q = b.add_buffer(0, "q", BufferRole::q, DType::bf16, {1, 512, 2, 64});
+  const int kv = b.add_buffer(0, "kv", BufferRole::kv, DType::bf16, {2, 1, 512, 1, 64});
+  const int o = b.add_buffer(0, "o", BufferRole::o, DType::bf16, {1, 512, 2, 64});
+  const int slot = b.add_buffer(1, "kv.inner0", BufferRole::kv_slot, DType::bf16, {2, 1, 512, 1, 64});
+  Executable x;
+  x.attn = b.compute(0, 0, OpKind::attn_fwd, {Phase::forward, 0, 0}, {1e9, 4, 512});
+  b.set_access(x.attn, {q, kv}, {o});
+  const int tokens = b.token_set({{{0, 512, 0, 1}}});
+  b.set_attention(x.attn, {tokens, tokens, 0, 2, 0, 1, Mask::causal, IndexSource::none, false});
+  auto ids = b.p2p({0, 1, 1, 1, 2 * 512 * 64 * 2, {Phase::forward, 0, 0}});
+  b.set_access(ids.send, {kv}, {});
+  b.set_access(ids.recv, {}, {slot});
+  x.send = ids.send;
+  x.recv = ids.recv;
+  x.s = std::move(b).build();
+  return x;
+}
+
+TEST(ScheduleValidate, ExecutableScheduleIsValid) { EXPECT_TRUE(check(executable_pair().s).empty()); }
+
+TEST(ScheduleValidate, TransferBytesMustEqualItsBuffers) {
+  auto x = executable_pair();
+  x.s.ops[size_t(x.send)].bytes = x.s.ops[size_t(x.recv)].bytes = 1000;
+  auto msg = first_problem(x.s, ProblemKind::bad_data, x.send);
+  EXPECT_TRUE(has(msg, "moves 1000 bytes, but the buffers it reads hold 131072")) << msg;
+}
+
+TEST(ScheduleValidate, BufferOnAnotherRank) {
+  auto x = executable_pair();
+  x.s.accesses.push_back({{}, {0}});  // rank 0's q, written by rank 1's recv
+  x.s.ops[size_t(x.recv)].access = int32_t(x.s.accesses.size() - 1);
+  auto msg = first_problem(x.s, ProblemKind::bad_data, x.recv);
+  EXPECT_TRUE(has(msg, "uses buffer 0 'q' of rank 0")) << msg;
+}
+
+TEST(ScheduleValidate, ExecutableScheduleNamesWhatEveryTransferMoves) {
+  auto x = executable_pair();
+  x.s.ops[size_t(x.recv)].access = -1;
+  EXPECT_TRUE(has(first_problem(x.s, ProblemKind::bad_data, x.recv), "names no buffers it moves"));
+  x = executable_pair();
+  x.s.ops[size_t(x.attn)].detail = -1;
+  EXPECT_TRUE(has(first_problem(x.s, ProblemKind::bad_data, x.attn), "has no attention descriptor"));
+}
+
+TEST(ScheduleValidate, DescriptorsWithinTheExperiment) {
+  auto x = executable_pair();
+  x.s.token_sets[0].runs[0].begin = 600;  // 600 + 512 > 1k tokens
+  auto problems = check(x.s);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_TRUE(has(problems[0].message, "token set 0: reaches token 1111, beyond seq_len 1024")) << problems[0].message;
+  x = executable_pair();
+  x.s.attentions[0].head_begin = 3;  // heads [3, 5) of 4
+  problems = check(x.s);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_TRUE(has(problems[0].message, "query heads [3, 5) lie outside the model's 4 heads")) << problems[0].message;
+  x = executable_pair();
+  x.s.ops[size_t(x.attn)].detail = 7;
+  EXPECT_TRUE(has(first_problem(x.s, ProblemKind::bad_data, x.attn), "detail 7 is not in the table of 1"));
+}
+
+TEST(ScheduleValidate, CostableOnlySchedulesNeedNoDescriptors) {
+  Schedule s = testing::random_schedule(3);
+  ASSERT_TRUE(s.buffers.empty());
+  EXPECT_TRUE(check(s).empty());
+  s.ops[0].access = 0;  // but an index must still point into its table
+  EXPECT_FALSE(check(s).empty());
+}
+
 }  // namespace
 }  // namespace rm::schedule
