@@ -37,7 +37,7 @@ Sets sets_for(const StepContext& ctx, Phase phase) {
 AttentionTensors attention_tensors(StepContext& ctx, int r, Phase phase) {
   const Experiment& e = ctx.e;
   const Sets sets = sets_for(ctx, phase);
-  const HeadShard s = head_shard(e.model, e.parallel.hp, ctx.coord[size_t(r)].h);
+  const placement::HeadShard s = placement::head_shard(e.model, e.parallel.hp, ctx.coord[size_t(r)].h);
   const int64_t b = e.workload.batch, T = e.workload.seq_len / e.parallel.cp, D = e.model.head_dim;
   const std::vector<int64_t> q{b, T, s.heads, D}, kv{2, b, T, s.kv_heads, D};
   AttentionTensors t;
@@ -108,7 +108,7 @@ struct ExchangeBytes {
 };
 
 ExchangeBytes exchange_bytes(const Experiment& e) {
-  const HeadShard s = head_shard(e.model, e.parallel.hp, 0);
+  const placement::HeadShard s = placement::head_shard(e.model, e.parallel.hp, 0);
   const int64_t tokens = e.workload.seq_len / e.parallel.cp;
   return {head_bytes(tokens, s.heads, e.model.head_dim, e.workload.batch),
           kv_message_bytes(tokens, s.kv_heads, e.model.head_dim, e.workload.batch)};
@@ -135,7 +135,7 @@ void all_to_all_everywhere(StepContext& ctx, const std::vector<int>& groups, int
 void build_indices(StepContext& ctx, int d, int h, int layer, RankDeps& ready) {
   const Experiment& e = ctx.e;
   const int cp = e.parallel.cp, batch = e.workload.batch, dim = e.model.head_dim;
-  const int heads = head_shard(e.model, e.parallel.hp, h).heads;
+  const int heads = placement::head_shard(e.model, e.parallel.hp, h).heads;
   const int64_t keys = e.workload.seq_len / cp;
   const Where where{Phase::forward, layer, -1};
   // The last queries live with the context rank that owns the last token.

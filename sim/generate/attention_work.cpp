@@ -15,7 +15,7 @@ AttentionWork::AttentionWork(const Experiment& e, const sparsity::SparsityModel&
 const std::vector<sparsity::TileCost>& AttentionWork::pairs(int layer, int h) {
   const auto key = std::make_pair(layer, h);
   if (auto it = by_rank_.find(key); it != by_rank_.end()) return it->second;
-  return by_rank_.emplace(key, cache_->head_rank_pairs(patterns_, layer, head_shard(model_, hp_, h), tokens_, shape_))
+  return by_rank_.emplace(key, cache_->head_rank_pairs(patterns_, layer, placement::head_shard(model_, hp_, h), tokens_, shape_))
       .first->second;
 }
 

@@ -137,14 +137,12 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
   for (int o = 0; o < O; ++o)
     for (int i = 0; i < I; ++i) g.pos[size_t(l.rings[size_t(o)][size_t(i)])] = {o, i};
 
-  const HeadShard shard = head_shard(e.model, e.parallel.hp, h);
+  const placement::HeadShard shard = placement::head_shard(e.model, e.parallel.hp, h);
   const int batch = e.workload.batch, dim = e.model.head_dim;
   const int64_t ctx_tokens = e.workload.seq_len / cp;
   const int64_t kv = kv_message_bytes(ctx_tokens, shard.kv_heads, dim, batch);
   const int64_t dkv = dkv_message_bytes(ctx_tokens, shard.kv_heads, dim, batch);
   const auto& work = ctx.work.pairs(layer, h);
-  const double flops_per_nnz =
-      cost::attention_fwd_flops_per_nnz(dim) * batch * (backward ? cost::kAttentionBwdFlopsRatio : 1.0);
   const OpKind attn = backward ? OpKind::attn_bwd : OpKind::attn_fwd;
   const schedule::IndexSource index = ctx.patterns_dynamic ? schedule::IndexSource::built
                                       : ctx.patterns_sparse ? schedule::IndexSource::pattern
@@ -213,7 +211,7 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
         const int src = l.sources[size_t(k)][size_t(c)];
         const sparsity::TileCost& t = work[size_t(c * cp + src)];
         last_compute[size_t(c)] = ctx.b.compute(r, ctx.streams[size_t(r)].compute, attn, where,
-                                                {double(t.nnz) * flops_per_nnz, t.blocks * batch,
+                                                {cost::attention_flops(t.nnz, dim, batch, backward), t.blocks * batch,
                                                  ctx.work.tokens(c).size() * batch},
                                                 std::move(cd));
         const RingBuffers& b = buf[size_t(c)];

@@ -73,7 +73,7 @@ struct StepContext {
   const Topology& topo;
   bool patterns_dynamic = false;
   bool patterns_sparse = false;  // some head is not dense causal: attention reads a sparse index
-  DeviceMap map;
+  placement::DeviceMap map;
   std::unique_ptr<AttentionKind> kind;
   AttentionWork work;
   schedule::ScheduleBuilder b;

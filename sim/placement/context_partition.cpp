@@ -3,7 +3,7 @@
 #include "sim/placement/token_partition.hpp"
 #include "sim/sparsity/count.hpp"
 
-namespace rm {
+namespace rm::placement {
 
 std::vector<sparsity::TokenSet> partition_for(Partition p, const Experiment& e, const sparsity::SparsityModel& m) {
   const auto& P = e.parallel;
@@ -20,4 +20,4 @@ std::vector<sparsity::TokenSet> partition_for(Partition p, const Experiment& e, 
   return periodic_partition(S, P.cp, P.stripe_tokens, balance_periods(work, P.cp));
 }
 
-}  // namespace rm
+}  // namespace rm::placement

@@ -10,8 +10,8 @@
 #include "sim/sparsity/sparsity_model.hpp"
 #include "sim/sparsity/token_set.hpp"
 
-namespace rm {
+namespace rm::placement {
 
 std::vector<sparsity::TokenSet> partition_for(Partition p, const Experiment& e, const sparsity::SparsityModel& m);
 
-}  // namespace rm
+}  // namespace rm::placement

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-namespace rm {
+namespace rm::placement {
 
 HeadShard head_shard(const Model& m, int hp, int h) {
   if (m.heads % hp != 0 || h < 0 || h >= hp)
@@ -37,4 +37,4 @@ std::vector<int> DeviceMap::head_group(int d, int c) const {
   for (int h = 0; h < p_.hp; ++h) g.push_back(gpu(d, h, c));
   return g;
 }
-}  // namespace rm
+}  // namespace rm::placement

@@ -11,7 +11,7 @@
 
 #include "sim/config/experiment.hpp"
 
-namespace rm {
+namespace rm::placement {
 
 struct HeadShard {
   int first_head = 0, heads = 0;        // query heads of this head rank
@@ -31,4 +31,4 @@ class DeviceMap {
   Parallel p_;
 };
 
-}  // namespace rm
+}  // namespace rm::placement

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace rm {
+namespace rm::placement {
 
 using sparsity::TokenRun;
 
@@ -137,4 +137,4 @@ TokenSet sequence_shard(const TokenSet& ctx, int hp, int h) {
   return out;
 }
 
-}  // namespace rm
+}  // namespace rm::placement

@@ -14,7 +14,7 @@
 #include "sim/config/experiment.hpp"
 #include "sim/sparsity/token_set.hpp"
 
-namespace rm {
+namespace rm::placement {
 
 using sparsity::TokenSet;
 
@@ -36,4 +36,4 @@ std::vector<TokenSet> simple_partition(Partition p, int64_t seq_len, int cp, int
 // before the head all-to-all: the h-th of hp equal slices, in local order.
 TokenSet sequence_shard(const TokenSet& context_tokens, int hp, int h);
 
-}  // namespace rm
+}  // namespace rm::placement

@@ -199,7 +199,7 @@ struct Op {
 
 struct Schedule {
   nlohmann::json experiment = nlohmann::json::object();  // the experiment it came from, verbatim
-  std::string generator;  // which generator built it, e.g. "hierarchical_ring"
+  std::string generator;  // which generator built it, e.g. "stripe-hierarchical" (docs/generators.md)
   std::vector<Rank> ranks;
   std::vector<Group> groups;
   std::vector<Op> ops;

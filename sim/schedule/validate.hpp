@@ -1,7 +1,7 @@
 // Is a Schedule executable? Checks ids, ranks, streams and groups, dangling
 // and cross-rank dependencies, p2p matching (peer, tag, bytes), collective
-// membership, dependency cycles, and deadlock (an abstract run of stream
-// order + dependencies + communication matching), and the data descriptors:
+// membership, dependency cycles, and deadlock (a zero-time run through the
+// run driver, run_driver.hpp: the same semantics the engines and the runtime use), and the data descriptors:
 // buffers exist and sit on the op's rank, a transfer's bytes equal its
 // buffers' sizes, token sets and head ranges lie within the experiment's
 // sequence and model. A Schedule that declares buffers must describe every

@@ -91,8 +91,8 @@ TEST_P(EveryGenerator, AttentionFlopsEqualTheDenseCausalFormula) {
   auto e = small_experiment(with(GetParam().overrides, {"scope=attention_fwd_bwd"}));
   auto g = testing::generate(e, testing::model_of(e, sparsity::HeadPattern::dense_causal()));
   const Parallel& p = e.parallel;
-  auto parts = simple_partition(p.partition, e.workload.seq_len, p.cp, p.stripe_tokens);
-  DeviceMap map(p);
+  auto parts = placement::simple_partition(p.partition, e.workload.seq_len, p.cp, p.stripe_tokens);
+  placement::DeviceMap map(p);
   const double per_pair = cost::attention_fwd_flops_per_nnz(e.model.head_dim) * e.workload.batch;
   for (int d = 0; d < p.dp; ++d)
     for (int h = 0; h < p.hp; ++h)
@@ -114,9 +114,9 @@ TEST_P(EveryGenerator, SparseBlocksEqualPairCostTotals) {
   auto pattern = testing::vertical_slash_pattern();
   auto g = testing::generate(e, testing::model_of(e, pattern));
   const Parallel& p = e.parallel;
-  auto parts = simple_partition(p.partition, e.workload.seq_len, p.cp, p.stripe_tokens);
+  auto parts = placement::simple_partition(p.partition, e.workload.seq_len, p.cp, p.stripe_tokens);
   auto costs = sparsity::pair_costs(pattern, parts, {e.workload.block_q, e.workload.block_k});
-  DeviceMap map(p);
+  placement::DeviceMap map(p);
   for (int h = 0; h < p.hp; ++h)
     for (int c = 0; c < p.cp; ++c) {
       sparsity::TileCost want;

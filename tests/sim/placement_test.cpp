@@ -12,7 +12,7 @@
 #include "sim/placement/token_partition.hpp"
 #include "sim/placement/work_cache.hpp"
 
-namespace rm {
+namespace rm::placement {
 namespace {
 
 // Every token exactly once, every rank the same count.
@@ -32,17 +32,17 @@ void expect_exact_cover(const std::vector<TokenSet>& parts, int64_t S) {
 TEST(TokenPartition, NamedPartitionsCoverExactly) {
   for (int cp : {1, 2, 4, 8, 16}) {
     const int64_t S = 4096;
-    expect_exact_cover(contiguous_partition(S, cp), S);
-    expect_exact_cover(zigzag_partition(S, cp), S);
-    expect_exact_cover(stripe_partition(S, cp, 128), S);
-    expect_exact_cover(stripe_partition(S, cp, 1), S);
+    expect_exact_cover(placement::contiguous_partition(S, cp), S);
+    expect_exact_cover(placement::zigzag_partition(S, cp), S);
+    expect_exact_cover(placement::stripe_partition(S, cp, 128), S);
+    expect_exact_cover(placement::stripe_partition(S, cp, 1), S);
   }
-  EXPECT_THROW(stripe_partition(1000, 8, 128), std::invalid_argument);
-  EXPECT_THROW(zigzag_partition(100, 8), std::invalid_argument);
+  EXPECT_THROW(placement::stripe_partition(1000, 8, 128), std::invalid_argument);
+  EXPECT_THROW(placement::zigzag_partition(100, 8), std::invalid_argument);
 }
 
 TEST(TokenPartition, ZigzagRankHoldsChunksIAnd2cpMinus1MinusI) {
-  auto z = zigzag_partition(16 * 10, 8);  // chunks of 10
+  auto z = placement::zigzag_partition(16 * 10, 8);  // chunks of 10
   EXPECT_EQ(z[0].tokens().front(), 0);
   EXPECT_EQ(z[0].runs[1].begin, 150);     // chunk 15
   EXPECT_EQ(z[3].runs[0].begin, 30);      // chunk 3
@@ -50,7 +50,7 @@ TEST(TokenPartition, ZigzagRankHoldsChunksIAnd2cpMinus1MinusI) {
 }
 
 TEST(TokenPartition, StripeDealsChunksRoundRobin) {
-  auto s = stripe_partition(32 * 128 * 4, 32, 128);
+  auto s = placement::stripe_partition(32 * 128 * 4, 32, 128);
   auto t = s[5].tokens();
   EXPECT_EQ(t[0], 5 * 128);
   EXPECT_EQ(t[128], (32 + 5) * 128);  // next period
@@ -64,7 +64,7 @@ TEST(TokenPartition, PeriodicPartitionCoversForAnyDirections) {
     int64_t g = 1 + rng() % 16, periods = 1 + rng() % 12;
     std::vector<bool> rev(static_cast<size_t>(periods));
     for (size_t i = 0; i < rev.size(); ++i) rev[i] = rng() % 2;
-    auto parts = periodic_partition(cp * g * periods, cp, g, rev);
+    auto parts = placement::periodic_partition(cp * g * periods, cp, g, rev);
     expect_exact_cover(parts, cp * g * periods);
     // Rank r's chunk in period p sits at slot r or cp-1-r.
     for (int r = 0; r < cp; ++r) {
@@ -83,7 +83,7 @@ TEST(TokenPartition, BalancePeriodsEvensOutLinearGrowth) {
   const int cp = 8, periods = 16;
   std::vector<double> work(static_cast<size_t>(cp * periods));
   for (size_t i = 0; i < work.size(); ++i) work[i] = double(i + 1);
-  auto rev = balance_periods(work, cp);
+  auto rev = placement::balance_periods(work, cp);
   std::vector<double> load(cp, 0), plain(cp, 0);
   for (int p = 0; p < periods; ++p)
     for (int r = 0; r < cp; ++r) {
@@ -100,14 +100,14 @@ TEST(TokenPartition, BalancePeriodsEvensOutLinearGrowth) {
 }
 
 TEST(TokenPartition, SequenceShardSplitsLocalOrder) {
-  auto z = zigzag_partition(160, 4);  // rank 0: [0,20) [140,160)
-  auto a = sequence_shard(z[0], 2, 0), b = sequence_shard(z[0], 2, 1);
+  auto z = placement::zigzag_partition(160, 4);  // rank 0: [0,20) [140,160)
+  auto a = placement::sequence_shard(z[0], 2, 0), b = placement::sequence_shard(z[0], 2, 1);
   EXPECT_EQ(a.tokens().front(), 0);
   EXPECT_EQ(a.size(), 20);
   EXPECT_EQ(b.tokens().front(), 140);
   // Shards of a stripe set stay compact (strided runs, not one run per chunk).
-  auto s = stripe_partition(8 * 16 * 32, 8, 16);
-  auto sh = sequence_shard(s[3], 4, 2);
+  auto s = placement::stripe_partition(8 * 16 * 32, 8, 16);
+  auto sh = placement::sequence_shard(s[3], 4, 2);
   EXPECT_EQ(sh.size(), s[3].size() / 4);
   EXPECT_EQ(sh.runs.size(), 1u);
   auto all = s[3].tokens();
@@ -121,14 +121,14 @@ std::vector<std::vector<int64_t>> chunk_owners(PlacementOrder order) {
   p.hp = 2;
   p.cp = 4;
   p.placement = order;
-  DeviceMap dm(p);
+  placement::DeviceMap dm(p);
   const int64_t chunk = 10, S = 16 * chunk;
-  auto ctx = zigzag_partition(S, p.cp);
+  auto ctx = placement::zigzag_partition(S, p.cp);
   std::vector<std::vector<int64_t>> owner(8);
   for (int c = 0; c < p.cp; ++c)
     for (int h = 0; h < p.hp; ++h) {
       std::set<int64_t> chunks;
-      for (int64_t t : sequence_shard(ctx[size_t(c)], p.hp, h).tokens()) chunks.insert(t / chunk);
+      for (int64_t t : placement::sequence_shard(ctx[size_t(c)], p.hp, h).tokens()) chunks.insert(t / chunk);
       owner[size_t(dm.gpu(0, h, c))] = {chunks.begin(), chunks.end()};
     }
   return owner;
@@ -150,17 +150,17 @@ TEST(Placement, HeadShardsReplicateKvWhenHpExceedsKvHeads) {
   Model m;
   m.heads = 16;
   m.kv_heads = 2;
-  auto s = head_shard(m, 8, 5);  // 2 query heads: 10, 11 -> kv head 1
+  auto s = placement::head_shard(m, 8, 5);  // 2 query heads: 10, 11 -> kv head 1
   EXPECT_EQ(s.first_head, 10);
   EXPECT_EQ(s.heads, 2);
   EXPECT_EQ(s.first_kv_head, 1);
   EXPECT_EQ(s.kv_heads, 1);
   EXPECT_TRUE(s.kv_replicated);
-  auto t = head_shard(m, 2, 1);  // 8 query heads -> 1 kv head
+  auto t = placement::head_shard(m, 2, 1);  // 8 query heads -> 1 kv head
   EXPECT_EQ(t.kv_heads, 1);
   EXPECT_FALSE(t.kv_replicated);
   m.kv_heads = 16;
-  EXPECT_EQ(head_shard(m, 4, 3).kv_heads, 4);
+  EXPECT_EQ(placement::head_shard(m, 4, 3).kv_heads, 4);
 }
 
 TEST(Placement, DeviceMapsAreBijections) {
@@ -170,7 +170,7 @@ TEST(Placement, DeviceMapsAreBijections) {
     p.hp = 4;
     p.cp = 8;
     p.placement = order;
-    DeviceMap dm(p);
+    placement::DeviceMap dm(p);
     std::set<int> gpus;
     for (int d = 0; d < 2; ++d)
       for (int h = 0; h < 4; ++h)
@@ -181,7 +181,7 @@ TEST(Placement, DeviceMapsAreBijections) {
   Parallel p;
   p.hp = 4;
   p.cp = 8;
-  DeviceMap hf(p);
+  placement::DeviceMap hf(p);
   EXPECT_EQ(hf.head_group(0, 1), (std::vector<int>{4, 5, 6, 7}));  // head group on one node
 }
 
@@ -320,7 +320,7 @@ TEST(WorkCache, CountsEachPatternAndPartitionOnce) {
     const auto& ranks = cache.partition(p, e, m);
     EXPECT_EQ(&ranks, &cache.partition(p, e, m));
     for (int layer = 0; layer < 2; ++layer) {
-      const auto sum = cache.head_rank_pairs(m, layer, head_shard(e.model, 2, 1), ranks, shape);
+      const auto sum = cache.head_rank_pairs(m, layer, placement::head_shard(e.model, 2, 1), ranks, shape);
       std::vector<sparsity::TileCost> want(16);
       for (int h = 2; h < 4; ++h) {
         const auto direct = sparsity::pair_costs(m.head(layer, h), ranks, shape);
@@ -332,11 +332,11 @@ TEST(WorkCache, CountsEachPatternAndPartitionOnce) {
   EXPECT_EQ(cache.partition_builds(), 3);
   EXPECT_EQ(cache.pair_cost_builds(), 3 * 2);  // per partition, the two distinct pattern objects
   // An equal partition handed in from outside shares the cached counts.
-  cache.pair_costs(*dense, simple_partition(Partition::contiguous, S, 4, 64), shape);
+  cache.pair_costs(*dense, placement::simple_partition(Partition::contiguous, S, 4, 64), shape);
   EXPECT_EQ(cache.pair_cost_builds(), 6);
-  cache.pair_costs(*dense, simple_partition(Partition::zigzag, S, 4, 64), shape);
+  cache.pair_costs(*dense, placement::simple_partition(Partition::zigzag, S, 4, 64), shape);
   EXPECT_EQ(cache.pair_cost_builds(), 7);
 }
 
 }  // namespace
-}  // namespace rm
+}  // namespace rm::placement

@@ -49,7 +49,7 @@ std::vector<int64_t> tokens_of(const schedule::TokenSet& t) {
 // (d, h) of every rank: which context group (hence which sequence and heads) it serves.
 std::vector<int> context_group_of(const Experiment& e) {
   const Parallel& p = e.parallel;
-  DeviceMap map(p);
+  placement::DeviceMap map(p);
   std::vector<int> g(size_t(p.world()));
   for (int d = 0; d < p.dp; ++d)
     for (int h = 0; h < p.hp; ++h)

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     }
     std::printf("block sparsity (128x64): mean %.4f, densest layer %.4f, sparsest %.4f\n", mean, lo, hi);
     for (rm::Partition kind : {rm::Partition::stripe, rm::Partition::contiguous, rm::Partition::zigzag}) {
-      const auto ranks = rm::simple_partition(kind, seq_len, w, 128);
+      const auto ranks = rm::placement::simple_partition(kind, seq_len, w, 128);
       int64_t blocks = 0, nnz = 0;
       Timer t;
       for (int l = 0; l < model.layers(); ++l)
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
                   static_cast<long long>(blocks), static_cast<long long>(nnz), static_cast<unsigned long long>(hash));
       // The balanced partition built from that work, as `ringmaster imbalance` does.
       if (seq_len % (chunk * w) == 0) {
-        const auto ranks = rm::periodic_partition(seq_len, w, chunk, rm::balance_periods(work, w));
+        const auto ranks = rm::placement::periodic_partition(seq_len, w, chunk, rm::placement::balance_periods(work, w));
         uint64_t h2 = 14695981039346656037ull;
         Timer tb;
         for (int l = 0; l < model.layers(); ++l)
