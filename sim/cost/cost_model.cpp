@@ -58,23 +58,23 @@ double CostModel::attention_seconds(double flops, double blocks, bool backward) 
   return seconds(backward ? OpKind::attn_bwd : OpKind::attn_fwd, flops, blocks, 0);
 }
 
-double CostModel::link_rate_Bps(const Link& l) const {
+double CostModel::link_rate_Bps(const topology::Link& l) const {
   double eff = 1.0;
   switch (l.cls) {
-    case LinkClass::nvlink: eff = c_.cost.nvlink_efficiency; break;
-    case LinkClass::pcie: eff = c_.cost.pcie_efficiency; break;
-    case LinkClass::network: eff = c_.cost.network_efficiency; break;
+    case topology::LinkClass::nvlink: eff = c_.cost.nvlink_efficiency; break;
+    case topology::LinkClass::pcie: eff = c_.cost.pcie_efficiency; break;
+    case topology::LinkClass::network: eff = c_.cost.network_efficiency; break;
   }
   return l.bandwidth_GBps * 1e9 * eff;
 }
 
-double CostModel::transfer_seconds(const Topology& t, int src_gpu, int dst_gpu, double bytes) const {
-  const Route& r = t.route(src_gpu, dst_gpu);
+double CostModel::transfer_seconds(const topology::Topology& t, int src_gpu, int dst_gpu, double bytes) const {
+  const topology::Route& r = t.route(src_gpu, dst_gpu);
   if (r.links.empty()) return bytes / local_rate_;
   double rate = std::numeric_limits<double>::infinity();
   double lat = 0;
   for (int id : r.links) {
-    const Link& l = t.links()[static_cast<size_t>(id)];
+    const topology::Link& l = t.links()[static_cast<size_t>(id)];
     rate = std::min(rate, link_rate_Bps(l));
     lat += link_latency_s(l);
   }

@@ -75,15 +75,15 @@ class CostModel {
   bool sparse_kernel(double flops, double blocks, bool backward) const;
 
   // Effective bytes/s of a link: bandwidth x its class's efficiency.
-  double link_rate_Bps(const Link& l) const;
-  double link_latency_s(const Link& l) const { return l.latency_us * 1e-6; }
+  double link_rate_Bps(const topology::Link& l) const;
+  double link_latency_s(const topology::Link& l) const { return l.latency_us * 1e-6; }
   // Bytes/s of a transfer between two ranks on the same GPU (a device copy
   // that reads and writes every byte): HBM x elementwise_efficiency / 2.
   double local_copy_rate_Bps() const { return local_rate_; }
 
   // Contention-free time of one transfer: route latency + bytes over the
   // slowest effective link of the route (local copy when the route is empty).
-  double transfer_seconds(const Topology& t, int src_gpu, int dst_gpu, double bytes) const;
+  double transfer_seconds(const topology::Topology& t, int src_gpu, int dst_gpu, double bytes) const;
 
   // The point-to-point transfers a collective call is made of, for a group of
   // `members` ranks in group member order (the ring order). `bytes` is the

@@ -33,7 +33,7 @@ struct RouteCost {
 // sequence); the driver decides what starts, this decides when it ends.
 class Sim final : public schedule::RunBackend {
  public:
-  Sim(const schedule::Schedule& s, const schedule::RunPlan& run, const Topology& t, const cost::CostModel& m)
+  Sim(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m)
       : s_(s), t_(t), m_(m), p_(s, run, m), st_(run), driver_(run, *this) {
     link_free_.assign(t.links().size(), 0.0);
     routes_.resize(size_t(t.gpus()) * size_t(t.gpus()));
@@ -110,11 +110,11 @@ class Sim final : public schedule::RunBackend {
   double transfer_end(int src, int dst, double bytes, double now) {
     RouteCost& rc = routes_[size_t(src) * size_t(t_.gpus()) + size_t(dst)];
     if (!rc.known) {
-      const Route& r = t_.route(src, dst);
+      const topology::Route& r = t_.route(src, dst);
       rc.links = &r.links;
       rc.rate_Bps = r.links.empty() ? m_.local_copy_rate_Bps() : std::numeric_limits<double>::infinity();
       for (int l : r.links) {
-        const Link& link = t_.links()[static_cast<size_t>(l)];
+        const topology::Link& link = t_.links()[static_cast<size_t>(l)];
         rc.rate_Bps = std::min(rc.rate_Bps, m_.link_rate_Bps(link));
         rc.latency_s += m_.link_latency_s(link);
       }
@@ -128,7 +128,7 @@ class Sim final : public schedule::RunBackend {
   }
 
   const schedule::Schedule& s_;
-  const Topology& t_;
+  const topology::Topology& t_;
   const cost::CostModel& m_;
   ExecPlan p_;
   RunState st_;
@@ -142,12 +142,12 @@ class Sim final : public schedule::RunBackend {
 
 }  // namespace
 
-OpTimes run_analytic(const schedule::Schedule& s, const schedule::RunPlan& plan, const Topology& t,
+OpTimes run_analytic(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
                      const cost::CostModel& m) {
   return Sim(s, plan, t, m).run();
 }
 
-OpTimes run_analytic(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m) {
+OpTimes run_analytic(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m) {
   return run_analytic(s, schedule::RunPlan(s), t, m);
 }
 

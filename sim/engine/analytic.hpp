@@ -18,8 +18,8 @@ namespace rm::engine {
 
 // The Schedule runs through the run driver (sim/schedule/run_driver.hpp);
 // pass its plan when the caller has one.
-OpTimes run_analytic(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m);
-OpTimes run_analytic(const schedule::Schedule& s, const schedule::RunPlan& plan, const Topology& t,
+OpTimes run_analytic(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m);
+OpTimes run_analytic(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
                      const cost::CostModel& m);
 
 }  // namespace rm::engine

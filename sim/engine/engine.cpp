@@ -22,7 +22,7 @@ const EnumName<EngineKind> kEngineKinds[] = {{EngineKind::analytic, "analytic"},
 std::string_view to_string(EngineKind k) { return name_of(kEngineKinds, k); }
 std::optional<EngineKind> parse_engine_kind(std::string_view s) { return value_of(kEngineKinds, s); }
 
-traces::Timeline simulate(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m,
+traces::Timeline simulate(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m,
                           EngineKind kind) {
   const schedule::RunPlan plan(s);
   if (kind == EngineKind::analytic) return to_timeline(s, plan, run_analytic(s, plan, t, m), traces::Source::analytic);

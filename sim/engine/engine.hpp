@@ -34,7 +34,7 @@ struct OpTimes {
   std::vector<double> end;
 };
 
-traces::Timeline simulate(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m,
+traces::Timeline simulate(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m,
                           EngineKind kind);
 
 // One event per op (name "attn_fwd L3 s2": kind, then layer and ring step

@@ -33,7 +33,7 @@ constexpr double kStreamFlopsPerS = 1e9;  // executions carry seconds x 1e9 "flo
 // actor is created per transfer and no condition variables are needed.
 class SgRun final : public schedule::RunBackend {
  public:
-  SgRun(const schedule::Schedule& s, const schedule::RunPlan& run, const Topology& t, const cost::CostModel& m)
+  SgRun(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m)
       : s_(s), t_(t), m_(m), p_(s, run, m), st_(run), driver_(run, *this) {
     build_platform();
   }
@@ -57,7 +57,7 @@ class SgRun final : public schedule::RunBackend {
     for (int g = 0; g < t_.gpus(); ++g) sim_.add_host(fmt::format("gpu{}", g), kStreamFlopsPerS);
     stream_host_base_ = t_.gpus();
     for (size_t k = 0; k < p_.run.streams.size(); ++k) sim_.add_host(fmt::format("stream{}", k), kStreamFlopsPerS);
-    for (const Link& l : t_.links()) sim_.add_link(l.name, m_.link_rate_Bps(l), m_.link_latency_s(l));
+    for (const topology::Link& l : t_.links()) sim_.add_link(l.name, m_.link_rate_Bps(l), m_.link_latency_s(l));
     std::set<std::pair<int, int>> pairs;
     for (const Op& op : s_.ops)
       if (op.kind == schedule::OpKind::send) pairs.insert({gpu(op.rank), gpu(op.peer)});
@@ -155,7 +155,7 @@ class SgRun final : public schedule::RunBackend {
   }
 
   const schedule::Schedule& s_;
-  const Topology& t_;
+  const topology::Topology& t_;
   const cost::CostModel& m_;
   ExecPlan p_;
   RunState st_;
@@ -177,7 +177,7 @@ void write_all(int fd, const void* data, size_t size) {
   }
 }
 
-void child(int fd, const schedule::Schedule& s, const schedule::RunPlan& plan, const Topology& t,
+void child(int fd, const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
            const cost::CostModel& m) {
   char status = 'o';
   std::string message;
@@ -214,11 +214,11 @@ std::string read_all(int fd) {
 
 }  // namespace
 
-OpTimes run_simgrid(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m) {
+OpTimes run_simgrid(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m) {
   return run_simgrid(s, schedule::RunPlan(s), t, m);
 }
 
-OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, const Topology& t,
+OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
                     const cost::CostModel& m) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(fmt::format("simgrid engine: pipe: {}", std::strerror(errno)));

@@ -29,8 +29,8 @@ namespace rm::engine {
 // schedule::ScheduleError when the schedule cannot run to the end, and
 // std::runtime_error when the child fails.
 // The Schedule runs through the run driver (sim/schedule/run_driver.hpp).
-OpTimes run_simgrid(const schedule::Schedule& s, const Topology& t, const cost::CostModel& m);
-OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, const Topology& t,
+OpTimes run_simgrid(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m);
+OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
                     const cost::CostModel& m);
 
 }  // namespace rm::engine

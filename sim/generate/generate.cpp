@@ -162,7 +162,7 @@ void training_step(StepContext& ctx, RankDeps& ready) {
 
 }  // namespace
 
-schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const Topology& topo,
+schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
                                  placement::WorkCache* cache) {
   StepContext ctx(e, patterns, topo, cache);
   RankDeps ready(size_t(e.parallel.world()));

@@ -19,7 +19,7 @@ namespace rm::generate {
 // hierarchical ring whose context group spans nodes unevenly),
 // schedule::ScheduleError if the result does not validate.
 // `cache` (may be null) supplies partitions and pair costs (placement/work_cache.hpp).
-schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const Topology& topo,
+schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
                                  placement::WorkCache* cache = nullptr);
 
 }  // namespace rm::generate

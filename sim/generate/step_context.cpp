@@ -9,7 +9,7 @@ namespace rm::generate {
 using schedule::OpKind;
 using schedule::StreamKind;
 
-StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityModel& patterns, const Topology& topology,
+StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityModel& patterns, const topology::Topology& topology,
                          placement::WorkCache* cache)
     : e(experiment),
       topo(topology),

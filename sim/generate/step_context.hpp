@@ -42,7 +42,7 @@ struct RankStreams {
 
 struct StepContext {
   // `cache` (may be null) supplies partitions and pair costs (placement/work_cache.hpp).
-  StepContext(const Experiment& experiment, const sparsity::SparsityModel& patterns, const Topology& topology,
+  StepContext(const Experiment& experiment, const sparsity::SparsityModel& patterns, const topology::Topology& topology,
               placement::WorkCache* cache = nullptr);
 
   int rank(int d, int h, int c) const { return map.gpu(d, h, c); }
@@ -70,7 +70,7 @@ struct StepContext {
   }
 
   const Experiment& e;
-  const Topology& topo;
+  const topology::Topology& topo;
   bool patterns_dynamic = false;
   bool patterns_sparse = false;  // some head is not dense causal: attention reads a sparse index
   placement::DeviceMap map;

@@ -22,7 +22,7 @@ LoadedSchedule load_schedule_file(const std::string& path, const ConfigStore& st
 }
 
 Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::EngineKind kind) {
-  traces::Timeline tl = engine::simulate(s, Topology(e.cluster), cost::CostModel::for_experiment(e), kind);
+  traces::Timeline tl = engine::simulate(s, topology::Topology(e.cluster), cost::CostModel::for_experiment(e), kind);
   tl.metadata["experiment"] = e.name;
   report::StepReport rep = report::make_step_report(e, s, tl);
   return {std::move(s), std::move(tl), std::move(rep)};
@@ -44,7 +44,7 @@ const sparsity::SparsityModel& Session::patterns(const Experiment& e) {
 }
 
 schedule::Schedule Session::schedule(const Experiment& e) {
-  return generate::generate_step(e, patterns(e), Topology(e.cluster), &work_);
+  return generate::generate_step(e, patterns(e), topology::Topology(e.cluster), &work_);
 }
 
 Simulation Session::simulate(const Experiment& e, engine::EngineKind kind) {
@@ -53,7 +53,7 @@ Simulation Session::simulate(const Experiment& e, engine::EngineKind kind) {
 
 report::ImbalanceReport Session::imbalance(const Experiment& e, const std::vector<Partition>& partitions,
                                            const report::Progress& progress) {
-  return report::imbalance_report(e, patterns(e), Topology(e.cluster), partitions, progress, &work_);
+  return report::imbalance_report(e, patterns(e), topology::Topology(e.cluster), partitions, progress, &work_);
 }
 
 }  // namespace rm::pipeline

@@ -41,8 +41,8 @@ class AttentionKind {
   virtual ~AttentionKind() = default;
   // The rings of one context group, given its GPUs in context-rank order.
   // Throws rm::ConfigError naming the experiment key when the group cannot be laid out.
-  virtual std::vector<std::vector<int>> rings(const std::vector<int>& group_gpus, const Topology& topo) const = 0;
-  RingLayout layout(const std::vector<int>& group_gpus, const Topology& topo) const {
+  virtual std::vector<std::vector<int>> rings(const std::vector<int>& group_gpus, const topology::Topology& topo) const = 0;
+  RingLayout layout(const std::vector<int>& group_gpus, const topology::Topology& topo) const {
     return layout_of_rings(rings(group_gpus, topo));
   }
 };

@@ -14,7 +14,7 @@ class DoubleRingAttention final : public AttentionKind {
  public:
   DoubleRingAttention(std::string source, int window, bool interleaved)
       : source_(std::move(source)), window_(window), interleaved_(interleaved) {}
-  std::vector<std::vector<int>> rings(const std::vector<int>& group_gpus, const Topology&) const override {
+  std::vector<std::vector<int>> rings(const std::vector<int>& group_gpus, const topology::Topology&) const override {
     const int cp = int(group_gpus.size()), w = window_;
     if (cp % w != 0)
       throw ConfigError(fmt::format("{}: $.parallel.window: expected a divisor of cp ({}), got {}", source_, cp, w));

@@ -14,7 +14,7 @@ namespace {
 class HierarchicalRingAttention final : public AttentionKind {
  public:
   explicit HierarchicalRingAttention(std::string source) : source_(std::move(source)) {}
-  std::vector<std::vector<int>> rings(const std::vector<int>& group_gpus, const Topology& topo) const override {
+  std::vector<std::vector<int>> rings(const std::vector<int>& group_gpus, const topology::Topology& topo) const override {
     std::map<int, std::vector<int>> by_node;
     for (int c = 0; c < int(group_gpus.size()); ++c) by_node[topo.node_of(group_gpus[size_t(c)])].push_back(c);
     const auto& [first_node, first] = *by_node.begin();

@@ -7,7 +7,7 @@ namespace {
 
 class LocalAttention final : public AttentionKind {
  public:
-  std::vector<std::vector<int>> rings(const std::vector<int>&, const Topology&) const override { return {{0}}; }
+  std::vector<std::vector<int>> rings(const std::vector<int>&, const topology::Topology&) const override { return {{0}}; }
 };
 
 }  // namespace

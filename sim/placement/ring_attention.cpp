@@ -8,7 +8,7 @@ namespace {
 
 class RingAttention final : public AttentionKind {
  public:
-  std::vector<std::vector<int>> rings(const std::vector<int>& group_gpus, const Topology&) const override {
+  std::vector<std::vector<int>> rings(const std::vector<int>& group_gpus, const topology::Topology&) const override {
     std::vector<int> ring(group_gpus.size());
     for (size_t c = 0; c < ring.size(); ++c) ring[c] = int(c);
     return {ring};

@@ -53,7 +53,7 @@ int sender(const placement::RingLayout& l, const std::vector<std::pair<int, int>
 
 }  // namespace
 
-ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityModel& m, const Topology& topo,
+ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityModel& m, const topology::Topology& topo,
                                  const std::vector<Partition>& partitions, const Progress& progress,
                                  placement::WorkCache* cache) {
   const auto& P = e.parallel;

@@ -52,7 +52,7 @@ using Progress = std::function<void(const std::string& what, int done, int total
 
 // `cache` (may be null) supplies partitions and pair costs (placement/work_cache.hpp).
 // Throws rm::ConfigError when the ring cannot be laid out.
-ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityModel& m, const Topology& topo,
+ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityModel& m, const topology::Topology& topo,
                                  const std::vector<Partition>& partitions, const Progress& progress = {},
                                  placement::WorkCache* cache = nullptr);
 

@@ -10,7 +10,7 @@
 #include <boost/graph/filtered_graph.hpp>
 #include <fmt/format.h>
 
-namespace rm {
+namespace rm::topology {
 
 namespace {
 struct EdgeProps {
@@ -180,4 +180,4 @@ int Topology::ring_inter_node_hops(const std::vector<int>& order) const {
   return hops;
 }
 
-}  // namespace rm
+}  // namespace rm::topology

@@ -20,7 +20,7 @@
 
 #include "sim/config/cluster.hpp"
 
-namespace rm {
+namespace rm::topology {
 
 enum class LinkClass { nvlink, pcie, network };
 
@@ -75,4 +75,4 @@ class Topology {
   mutable std::vector<char> route_known_;
 };
 
-}  // namespace rm
+}  // namespace rm::topology

@@ -89,11 +89,11 @@ TEST(CostModel, ElementwiseIsARooflineOverHbm) {
 
 TEST(CostModel, TransferUsesRouteLatencyAndSlowestEffectiveLink) {
   Cluster c = a100();
-  Topology t(c);
+  topology::Topology t(c);
   CostModel m(c);
   EXPECT_NEAR(m.transfer_seconds(t, 0, 1, 240e6), 2e-6 + 1e-3, 1e-12);  // NVSwitch: 300 x 0.8 GB/s
   // Across nodes: gpu -pcie-> nic -net-> switch -net-> nic -pcie-> gpu; PCIe 25 x 0.8 < HDR 25 x 0.85.
-  const Route& r = t.route(0, 8);
+  const topology::Route& r = t.route(0, 8);
   EXPECT_NEAR(m.transfer_seconds(t, 0, 8, 20e6), r.latency_us * 1e-6 + 1e-3, 1e-12);
   EXPECT_NEAR(m.transfer_seconds(t, 3, 3, 1e6), 1e6 / (1555e9 * 0.7 / 2), 1e-15);  // same GPU: a copy
 }

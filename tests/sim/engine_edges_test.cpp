@@ -68,7 +68,7 @@ TEST(EngineEdges, ACollectiveIsAStarFromItsFirstMemberAndAJoinedRunSharesItsDeps
 
 struct Env {
   Cluster cluster;
-  Topology topo;
+  topology::Topology topo;
   cost::CostModel model;
   Env() : cluster(load()), topo(cluster), model(cluster) {}
   static Cluster load() {

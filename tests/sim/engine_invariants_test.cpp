@@ -24,7 +24,7 @@ class Invariants : public ::testing::TestWithParam<Case> {};
 TEST_P(Invariants, HoldOnRandomSchedules) {
   auto cfg = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "test");
   const Cluster cluster = parse_cluster(JsonReader(cfg.json, cfg.source));
-  const Topology topo(cluster);
+  const topology::Topology topo(cluster);
   const cost::CostModel model(cluster);
   // SimGrid is the slower engine: a smaller schedule keeps the test fast under ASan.
   const auto s = random_schedule({GetParam().seed, 6, GetParam().engine == EngineKind::analytic ? 400 : 150});

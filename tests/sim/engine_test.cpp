@@ -22,7 +22,7 @@ constexpr double kLat = 2e-6, kRate = 240e9, kLaunch = 5e-6, kAttnRate = 312e12 
 
 struct Env {
   Cluster cluster;
-  Topology topo;
+  topology::Topology topo;
   cost::CostModel model;
   explicit Env(const std::string& name) : cluster(load(name)), topo(cluster), model(cluster) {}
   static Cluster load(const std::string& name) {

@@ -144,7 +144,7 @@ TEST(Step, BalancedPartitionUsesTheSparsityAwarePartition) {
 TEST(Step, DefaultExperimentShape) {
   auto e = load_experiment(ConfigStore({std::string(RINGMASTER_SOURCE_DIR) + "/configs"}), "", {"model.layers=4"});
   auto m = pipeline::build_patterns(e);
-  Topology topo(e.cluster);
+  topology::Topology topo(e.cluster);
   auto s = generate_step(e, m, topo);
   EXPECT_EQ(s.generator, "stripe-hierarchical");
   EXPECT_EQ(int(s.ranks.size()), 32);

@@ -58,7 +58,7 @@ TEST_P(ImbalanceMatchesSimulate, SameAttentionSecondsPerLayerAndSameTransfers) {
 
   // The same layouts: the slowest K/V transfer of the forward ring is the slowest
   // contention-free send of the schedule's ring streams.
-  const Topology topo(e.cluster);
+  const topology::Topology topo(e.cluster);
   double kv = 0;
   for (const auto& op : s.ops) {
     const auto* st = s.find_stream(op.rank, op.stream);

@@ -76,7 +76,7 @@ TEST(Session, CachedResultsAreTheUncachedOnes) {
   const Simulation cached = s.simulate(e, engine::EngineKind::analytic);
 
   const sparsity::SparsityModel m = build_patterns(e);
-  const Topology topo(e.cluster);
+  const topology::Topology topo(e.cluster);
   const schedule::Schedule fresh = generate::generate_step(e, m, topo);
   EXPECT_TRUE(cached.schedule == fresh);
   const Simulation uncached = simulate_schedule(e, fresh, engine::EngineKind::analytic);

@@ -196,9 +196,9 @@ Experiment ring_experiment(int cp, RingKind ring, int window = 1, PlacementOrder
   return e;
 }
 
-Topology four_nodes_of_eight() {
+topology::Topology four_nodes_of_eight() {
   auto c = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "test");
-  return Topology(parse_cluster(JsonReader(c.json, c.source)));
+  return topology::Topology(parse_cluster(JsonReader(c.json, c.source)));
 }
 
 std::vector<int> first_gpus(int n) {
@@ -211,7 +211,7 @@ TEST(AttentionKinds, OneRegisteredKindPerRingKeyAndLocal) {
   std::set<std::string> names;
   for (const auto& k : placement::attention_kinds()) names.insert(std::string(k.name));
   EXPECT_EQ(names, (std::set<std::string>{"local", "ring", "double_ring", "hierarchical"}));
-  const Topology topo = four_nodes_of_eight();
+  const topology::Topology topo = four_nodes_of_eight();
   for (RingKind r : {RingKind::ring, RingKind::double_ring, RingKind::hierarchical}) {
     EXPECT_EQ(placement::attention_kind_name(ring_experiment(8, r, 4)), to_string(r));
     EXPECT_EQ(placement::attention_kind_name(ring_experiment(1, r, 1)), "local");
@@ -224,7 +224,7 @@ TEST(AttentionKinds, OneRegisteredKindPerRingKeyAndLocal) {
 }
 
 TEST(AttentionKinds, DoubleRingWindowsPlainAndInterleaved) {
-  const Topology topo = four_nodes_of_eight();
+  const topology::Topology topo = four_nodes_of_eight();
   auto rings = [&](int cp, int w, PlacementOrder order) {
     return placement::make_attention_kind(ring_experiment(cp, RingKind::double_ring, w, order))
         ->layout(first_gpus(cp), topo)
@@ -246,7 +246,7 @@ TEST(AttentionKinds, HierarchicalRingsAreTheNodes) {
 }
 
 TEST(AttentionKinds, LayoutErrorsAreConfigErrorsNamingTheKey) {
-  const Topology topo = four_nodes_of_eight();
+  const topology::Topology topo = four_nodes_of_eight();
   auto message = [&](const Experiment& e, int gpus) -> std::string {
     try {
       placement::make_attention_kind(e)->layout(first_gpus(gpus), topo);

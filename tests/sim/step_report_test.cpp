@@ -296,7 +296,7 @@ Simulated simulate(std::vector<std::string> overrides) {
   all.insert(all.end(), overrides.begin(), overrides.end());
   auto e = load_experiment(ConfigStore({std::string(RINGMASTER_SOURCE_DIR) + "/configs"}), "", all);
   auto m = pipeline::build_patterns(e);
-  auto sim = pipeline::simulate_schedule(e, generate::generate_step(e, m, Topology(e.cluster)),
+  auto sim = pipeline::simulate_schedule(e, generate::generate_step(e, m, topology::Topology(e.cluster)),
                                          engine::EngineKind::analytic);
   return {std::move(e), std::move(m), std::move(sim.schedule), std::move(sim.timeline), std::move(sim.report)};
 }
@@ -346,7 +346,7 @@ TEST(StepReport, InvariantsOnASparseLayerWithTheAnalyticEngine) {
   EXPECT_GE(x.r.hfu, x.r.mfu);
   EXPECT_LT(x.r.hfu, 1);
   // The same ratios as `ringmaster imbalance` computes from the pattern, not from a schedule.
-  const auto im = imbalance_report(x.e, x.m, Topology(x.e.cluster), {x.e.parallel.partition});
+  const auto im = imbalance_report(x.e, x.m, topology::Topology(x.e.cluster), {x.e.parallel.partition});
   ASSERT_EQ(im.partitions.size(), 1u);
   EXPECT_NEAR(x.r.imbalance.worker, im.partitions[0].total.worker, 1e-12);
   EXPECT_NEAR(x.r.imbalance.step, im.partitions[0].total.step, 1e-12);

@@ -3,7 +3,7 @@
 #include "sim/config/config_store.hpp"
 #include "sim/topology/topology.hpp"
 
-namespace rm {
+namespace rm::topology {
 namespace {
 
 Cluster cluster(const std::string& name) {
@@ -91,4 +91,4 @@ TEST(Topology, SingleNodeNeedsNoNetwork) {
 }
 
 }  // namespace
-}  // namespace rm
+}  // namespace rm::topology

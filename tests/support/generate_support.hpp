@@ -40,12 +40,12 @@ inline sparsity::HeadPattern vertical_slash_pattern() {
 struct Generated {
   Experiment e;
   sparsity::SparsityModel m;
-  Topology topo;
+  topology::Topology topo;
   schedule::Schedule s;
 };
 
 inline Generated generate(const Experiment& e, sparsity::SparsityModel m) {
-  Topology topo(e.cluster);
+  topology::Topology topo(e.cluster);
   auto s = generate_step(e, m, topo);
   return {e, std::move(m), std::move(topo), std::move(s)};
 }

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   auto t0 = clock::now();
   session.patterns(e);
   const double t_pattern = seconds_since(t0);
-  const rm::Topology topo(e.cluster);
+  const rm::topology::Topology topo(e.cluster);
   t0 = clock::now();
   const auto s = session.schedule(e);
   const double t_generate = seconds_since(t0);
