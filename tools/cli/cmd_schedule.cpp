@@ -42,19 +42,19 @@ void run(const Options& o) {
   }
   if (o.exp.json) {
     nlohmann::json j{{"experiment", summary_json(e)}, {"generator", s.generator}, {"ranks", s.ranks.size()},
-                     {"groups", s.groups.size()}, {"ops", s.ops.size()}, {"ops_by_kind", kinds},
+                     {"groups", s.groups.size()}, {"buffers", s.buffers.size()}, {"ops", s.ops.size()}, {"ops_by_kind", kinds},
                      {"p2p_bytes", bytes}, {"flops", flops}};
     if (!o.out.empty()) j["file"] = o.out;
     std::puts(j.dump(2).c_str());
     return;
   }
   std::string text = experiment_header(e);
-  text += fmt::format("schedule {}: {} ranks, {} groups, {} ops\n", s.generator, s.ranks.size(), s.groups.size(),
-                      s.ops.size());
+  text += fmt::format("schedule {}: {} ranks, {} groups, {} buffers, {} ops\n", s.generator, s.ranks.size(),
+                      s.groups.size(), s.buffers.size(), s.ops.size());
   Table t({"op kind", "count"});
   for (const auto& [k, n] : kinds) t.row({k, std::to_string(n)});
   text += t.str();
-  text += fmt::format("point-to-point bytes {:.3f} GB, compute {:.3f} PFLOP\n", double(bytes) / 1e9, flops / 1e15);
+  text += fmt::format("point-to-point bytes {:.3f} GB, compute {:.4g} TFLOP\n", double(bytes) / 1e9, flops / 1e12);
   if (!o.out.empty()) text += fmt::format("written to {}\n", o.out);
   std::fputs(text.c_str(), stdout);
 }
