@@ -140,6 +140,18 @@ struct ZeroTime final : RunBackend {
   }
 };
 
+// A Schedule run to the end (or to where it sticks) with every op ending as it starts.
+struct ZeroTimeRun {
+  explicit ZeroTimeRun(const Schedule& s) : plan(s), d(plan, z) {
+    z.d = &d;
+    z.p = &plan;
+    d.start();
+  }
+  RunPlan plan;
+  ZeroTime z;
+  RunDriver d;
+};
+
 TEST(RunDriver, CompletionsFromOneHookAreHandledInFullOneAfterAnother) {
   // The all-reduce's members end inside the hook that starts the call, member
   // 0 first. As nested calls would, member 0's consequences (c0, then d0
@@ -185,14 +197,9 @@ TEST(RunDriver, ZeroTimeCompletionsFromInsideHooksRunALongChain) {
     if (i > 0) op.deps = {i - 1};
     s.ops.push_back(op);
   }
-  const RunPlan plan(s);
-  ZeroTime z;
-  RunDriver d(plan, z);
-  z.d = &d;
-  z.p = &plan;
-  d.start();
-  ASSERT_EQ(d.ops_done(), n);
-  for (int i = 0; i < n; ++i) ASSERT_EQ(z.completed[size_t(i)], i);
+  const ZeroTimeRun run(s);
+  ASSERT_EQ(run.d.ops_done(), n);
+  for (int i = 0; i < n; ++i) ASSERT_EQ(run.z.completed[size_t(i)], i);
 }
 
 // Completes started ops after random delays (ties in random order) and checks
@@ -333,12 +340,8 @@ TEST(RunDriver, ZeroTimeRunEndsExactlyTheOpsTheFixpointEnds) {
       if (rng() % 2) s.ops[std::min(a, c)].deps.push_back(OpId(std::max(a, c)));
       else std::swap(s.ops[a].stream, s.ops[c].stream);
     }
-    const RunPlan plan(s);
-    ZeroTime z;
-    RunDriver d(plan, z);
-    z.d = &d;
-    z.p = &plan;
-    d.start();
+    const ZeroTimeRun run(s);
+    const RunDriver& d = run.d;
     const auto expect = fixpoint(s);
     for (size_t op = 0; op < s.ops.size(); ++op)
       ASSERT_EQ(d.done(OpId(op)), bool(expect[op])) << "case " << i << ": " << describe(s, OpId(op));
