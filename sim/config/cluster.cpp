@@ -82,9 +82,6 @@ Cluster parse_cluster(const JsonReader& r) {
   {
     auto k = r.object("cost");
     c.cost.gemm_efficiency = k.number("gemm_efficiency", 1e-3, 1);
-    c.cost.attention_fwd_efficiency = k.number("attention_fwd_efficiency", 1e-3, 1);
-    c.cost.attention_bwd_efficiency = k.number("attention_bwd_efficiency", 1e-3, 1);
-    c.cost.sparse_block_efficiency = k.number("sparse_block_efficiency", 1e-3, 1);
     c.cost.elementwise_efficiency = k.number("elementwise_efficiency", 1e-3, 1);
     c.cost.kernel_launch_us = k.number("kernel_launch_us", 0, 1e4);
     auto le = k.object("link_efficiency");

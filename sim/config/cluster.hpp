@@ -43,12 +43,10 @@ struct FabricSpec {
   double uplink_bandwidth_GBps = 0;   // leaf/rail switch to spine, per link per direction
 };
 
-// Parameters of the cost model (calibrated later); efficiencies are fractions of peak.
+// Parameters of the cost model (calibrated later); efficiencies are fractions of
+// peak. Attention kernels' rates are per kernel, in configs/kernels/.
 struct CostSpec {
   double gemm_efficiency = 0;
-  double attention_fwd_efficiency = 0;
-  double attention_bwd_efficiency = 0;
-  double sparse_block_efficiency = 0;  // sparse tile rate relative to dense tiles (gather overhead)
   double elementwise_efficiency = 0;   // fraction of HBM bandwidth
   double kernel_launch_us = 0;
   double nvlink_efficiency = 0, pcie_efficiency = 0, network_efficiency = 0;

@@ -22,7 +22,7 @@ class ConfigStore {
   // Throws ConfigError when a search folder does not exist.
   explicit ConfigStore(std::vector<std::string> search_dirs = {});
 
-  // kind: "clusters", "models", "patterns", "experiments". name: a bare name or a path to a .json file
+  // kind: "clusters", "models", "patterns", "kernels", "experiments". name: a bare name or a path to a .json file
   // (relative to relative_to when not absolute). Throws ConfigError naming `asked_by` when not found.
   LoadedConfig load(const std::string& kind, const std::string& name, const std::string& asked_by,
                     const std::string& relative_to = "") const;

@@ -61,6 +61,7 @@ nlohmann::json summary_json(const Experiment& e) {
             {"placement", to_string(p.placement)},
             {"checkpoint", to_string(p.checkpoint)},
             {"zero_stage", p.zero_stage}}},
+          {"kernel", {{"attention", e.kernel.name}}},
           {"scope", to_string(e.scope)},
           {"gpus_used", p.world()},
           {"gpus_in_cluster", e.cluster.gpus()}};
@@ -73,7 +74,10 @@ struct NamedRef {
   std::vector<std::string> path;
   const char* kind;
 };
-const NamedRef kRefs[] = {{{"cluster"}, "clusters"}, {{"model"}, "models"}, {{"workload", "pattern"}, "patterns"}};
+const NamedRef kRefs[] = {{{"cluster"}, "clusters"},
+                          {{"model"}, "models"},
+                          {{"workload", "pattern"}, "patterns"},
+                          {{"kernel", "attention"}, "kernels"}};
 
 const NamedRef* ref_at(const std::vector<std::string>& path) {
   for (const auto& r : kRefs)
@@ -219,6 +223,18 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
                                         "2*window (LoongTrain), got window {} with cp {}", P.window, P.cp));
     }
     p.finish();
+  }
+  {
+    // kernel.attention: a kernel name under configs/kernels/ or an inline table.
+    if (!r.has("kernel")) j["kernel"] = nlohmann::json::object();
+    auto k = r.object("kernel");
+    if (!k.has("attention")) j["kernel"]["attention"] = kDefaultAttentionKernel;
+    auto [kernel_src, kernel_dir] = load_part(j["kernel"]["attention"], kRefs[3], "kernel.attention");
+    e.kernel = parse_attention_kernel(
+        JsonReader(j["kernel"]["attention"], fmt::format("{} (kernel.attention, cluster {})", kernel_src, e.cluster.name)),
+        e.cluster.gpu);
+    k.value("attention");
+    k.finish();
   }
   e.scope = r.enum_or("scope", kScopes, Scope::step);
   r.finish();

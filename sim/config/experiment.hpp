@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/config/attention_kernel.hpp"
 #include "sim/config/cluster.hpp"
 #include "sim/config/config_store.hpp"
 #include "sim/config/model.hpp"
@@ -60,6 +61,7 @@ struct Experiment {
   Model model;
   Workload workload;
   Parallel parallel;
+  AttentionKernel kernel;  // kernel.attention, its entry for the cluster's GPU
   Scope scope = Scope::step;
   nlohmann::json resolved;  // the whole experiment with cluster, model and pattern inlined
 };
@@ -69,6 +71,9 @@ struct Experiment {
 // key with its value after defaults: what `simulate --json` echoes so a result
 // can be traced to its inputs. Adds gpus_used and gpus_in_cluster.
 nlohmann::json summary_json(const Experiment& e);
+
+// The attention kernel when an experiment names none: MTraining's (the seeds' default).
+inline constexpr const char* kDefaultAttentionKernel = "block_sparse";
 
 // The name of the experiment embedded as the default (configs/experiments/).
 inline constexpr const char* kDefaultExperiment = "mtraining-qwen2.5-3b-512k";

@@ -4,58 +4,56 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include "sim/cost/attention_cost.hpp"
+#include "sim/cost/kernel_rate.hpp"
 
 namespace rm::cost {
 
 using schedule::OpKind;
 
-CostModel::CostModel(const Cluster& c, TileShape tile) : c_(c), tile_(tile) {
+CostModel::CostModel(const Cluster& c, AttentionKernel kernel, TileShape tile)
+    : c_(c), kernel_(std::move(kernel)), tile_(tile) {
   local_rate_ = c_.gpu.hbm_bandwidth_GBps * 1e9 * c_.cost.elementwise_efficiency / 2.0;
 }
 
-double CostModel::rate_flops(OpKind kind, bool sparse_kernel) const {
-  const double peak = c_.gpu.peak_tflops_bf16 * 1e12;
-  const double sparse = sparse_kernel ? c_.cost.sparse_block_efficiency : 1.0;
-  switch (kind) {
-    case OpKind::attn_fwd:
-    case OpKind::index_build: return peak * c_.cost.attention_fwd_efficiency * sparse;
-    case OpKind::attn_bwd: return peak * c_.cost.attention_bwd_efficiency * sparse;
-    default: return peak * c_.cost.gemm_efficiency;
+double CostModel::attention_tflops(bool backward, bool causal, double tokens) const {
+  return interpolate_tflops(kernel_.curve(backward, causal), tokens);
+}
+
+AttentionCall CostModel::attention_call(const schedule::Schedule& s, const schedule::Op& op) {
+  AttentionCall a{op.flops, double(op.blocks), op.kind == OpKind::attn_bwd, true, double(op.tokens)};
+  const schedule::Attention* d = s.attention_of(op);
+  auto set = [&](int id) { return id >= 0 && size_t(id) < s.token_sets.size() ? &s.token_sets[size_t(id)] : nullptr; };
+  if (d && set(d->q_tokens) && set(d->kv_tokens)) {
+    const schedule::TokenSet& q = *set(d->q_tokens);
+    a.causal = d->mask == schedule::Mask::causal && q == *set(d->kv_tokens);
+    a.tokens = double(q.size());
   }
+  return a;
 }
 
-double CostModel::tile_flops(double blocks, bool backward) const {
-  return tile_kernel_flops(blocks, tile_.bq, tile_.bk, tile_.head_dim, backward);
+double CostModel::attention_work_seconds(const AttentionCall& a) const {
+  double work = a.flops;
+  // A tile kernel pays for every entry of every tile it executes, however few
+  // the mask allows; FlashAttention's measured rates already fold in its masking.
+  if (kernel_.work == KernelWork::tiles && a.blocks > 0)
+    work = std::max(work, tile_kernel_flops(a.blocks, tile_.bq, tile_.bk, tile_.head_dim, a.backward));
+  return work > 0 ? work / (attention_tflops(a.backward, a.causal, a.tokens) * 1e12) : 0.0;
 }
 
-bool CostModel::sparse_kernel(double flops, double blocks, bool backward) const {
-  return blocks > 0 && flops < kSparseKernelFill * tile_flops(blocks, backward);
+double CostModel::attention_seconds(const AttentionCall& a) const {
+  return c_.cost.kernel_launch_us * 1e-6 + attention_work_seconds(a);
 }
 
-double CostModel::seconds(OpKind kind, double flops, double blocks, double bytes) const {
-  bool sparse = false;
-  if (blocks > 0 && (kind == OpKind::attn_fwd || kind == OpKind::attn_bwd)) {
-    // A tile kernel pays for every tile it computes, however few of its entries
-    // the mask allows; a sparse-index kernel (vertical-slash, block-sparse) also
-    // pays its gather overhead.
-    const bool backward = kind == OpKind::attn_bwd;
-    sparse = sparse_kernel(flops, blocks, backward);
-    flops = std::max(flops, tile_flops(blocks, backward));
-  }
+double CostModel::compute_seconds(const schedule::Schedule& s, const schedule::Op& op) const {
+  const bool attention = op.kind == OpKind::attn_fwd || op.kind == OpKind::attn_bwd;
+  const double gemm_rate = c_.gpu.peak_tflops_bf16 * 1e12 * c_.cost.gemm_efficiency;
   const double hbm = c_.gpu.hbm_bandwidth_GBps * 1e9 * c_.cost.elementwise_efficiency;
-  const double t_flops = flops > 0 ? flops / rate_flops(kind, sparse) : 0.0;
-  const double t_bytes = bytes > 0 ? bytes / hbm : 0.0;
-  return c_.cost.kernel_launch_us * 1e-6 + std::max(t_flops, t_bytes);
-}
-
-double CostModel::compute_seconds(const schedule::Op& op) const {
-  return seconds(op.kind, op.flops, double(op.blocks), double(op.bytes));
-}
-
-double CostModel::attention_seconds(double flops, double blocks, bool backward) const {
-  return seconds(backward ? OpKind::attn_bwd : OpKind::attn_fwd, flops, blocks, 0);
+  const double t_work = attention ? attention_work_seconds(attention_call(s, op)) : op.flops > 0 ? op.flops / gemm_rate : 0.0;
+  const double t_bytes = op.bytes > 0 ? double(op.bytes) / hbm : 0.0;
+  return c_.cost.kernel_launch_us * 1e-6 + std::max(t_work, t_bytes);
 }
 
 double CostModel::link_rate_Bps(const topology::Link& l) const {

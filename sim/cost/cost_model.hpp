@@ -5,13 +5,15 @@
 // links between flows. Collectives: decomposed as NCCL does into point-to-point
 // transfer stages (ring, pairwise, pipelined ring) that engines run over the
 // Topology's routes. Formulas and their NCCL reasoning: docs/cost-model.md.
-// Every parameter comes from the cluster JSON (CostSpec, GpuSpec).
+// Every parameter comes from the cluster JSON (CostSpec, GpuSpec) and the
+// attention kernel's table (AttentionKernel, configs/kernels/).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <vector>
 
+#include "sim/config/attention_kernel.hpp"
 #include "sim/config/cluster.hpp"
 #include "sim/config/experiment.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -34,11 +36,6 @@ struct PlannedTransfer {
 inline constexpr double kBroadcastChunkBytes = 512.0 * 1024;
 inline constexpr int kMaxBroadcastChunks = 64;
 
-// Below this fill (allowed entries / computed tile entries) an attention op is
-// a sparse-index kernel. Dense causal tiles fill ~1 (only diagonal tiles are
-// half full); vertical-slash tiles fill a few percent to a few tens.
-inline constexpr double kSparseKernelFill = 0.5;
-
 // Attention tile shape: turns `blocks` into the FLOPs a tile kernel performs.
 // Must match the experiment's workload.block_q/block_k and the model's head_dim.
 struct TileShape {
@@ -47,32 +44,48 @@ struct TileShape {
   int head_dim = 128;
 };
 
+// One attention kernel call, as the kernel table prices it.
+struct AttentionCall {
+  double flops = 0;      // FLOPs of the pairs the mask allows (batch included)
+  double blocks = 0;     // Bq x Bk tiles the kernel executes (batch included); 0 when not tiled
+  bool backward = false;
+  bool causal = true;    // the kernel runs with its causal mask (the diagonal call); false: full
+  double tokens = 0;     // query tokens of one sequence in the call: the table's size key
+};
+
 class CostModel {
  public:
-  explicit CostModel(const Cluster& c, TileShape tile = {});
-  // The cost model of an experiment: its cluster, its kernel tile and head dim.
+  CostModel(const Cluster& c, AttentionKernel kernel, TileShape tile = {});
+  // The cost model of an experiment: its cluster, its attention kernel, its tile and head dim.
   static CostModel for_experiment(const Experiment& e) {
-    return CostModel(e.cluster, TileShape{e.workload.block_q, e.workload.block_k, e.model.head_dim});
+    return CostModel(e.cluster, e.kernel, TileShape{e.workload.block_q, e.workload.block_k, e.model.head_dim});
   }
 
-  // Seconds a compute op runs alone on its stream:
-  //   launch + max(flops / rate(kind), bytes / (HBM x elementwise_efficiency)).
-  // rate(kind) = peak x efficiency: gemm -> gemm_efficiency; attn_fwd and
-  // index_build -> attention_fwd_efficiency; attn_bwd ->
-  // attention_bwd_efficiency; elementwise -> gemm_efficiency (its bytes
-  // normally dominate). Attention ops with blocks > 0 are tile kernels: they
-  // run max(flops, blocks x tile FLOPs); when the allowed entries fill less than
-  // kSparseKernelFill of their tiles they are sparse-index kernels and run at
-  // sparse_block_efficiency times the dense rate.
-  double compute_seconds(const schedule::Op& op) const;
+  // Seconds a compute op of `s` runs alone on its stream:
+  //   launch + max(work / rate, bytes / (HBM x elementwise_efficiency)).
+  // Attention ops: work and rate from attention_seconds, the call read off the
+  // op's descriptor (attention_call). gemm, elementwise and index_build: work =
+  // flops at peak x gemm_efficiency (elementwise ops' bytes normally dominate).
+  double compute_seconds(const schedule::Schedule& s, const schedule::Op& op) const;
 
-  // The same for an attention tile kernel given by its allowed-pair FLOPs and
-  // computed tiles, without an Op: what `ringmaster imbalance` charges a ring
-  // step, so that it and `simulate` share one attention-seconds path.
-  double attention_seconds(double flops, double blocks, bool backward) const;
-  // The rule "this attention op is a sparse-index kernel": its allowed pairs
-  // fill less than kSparseKernelFill of the tiles it computes (blocks > 0).
-  bool sparse_kernel(double flops, double blocks, bool backward) const;
+  // The call an attention op makes: flops and blocks from the op; tokens = its
+  // query token set's size; causal when the causal mask cuts it and its queries
+  // and keys are the same tokens (a ring's diagonal step). Every other ring step
+  // sees whole tiles allowed or masked, and ring implementations call the kernel
+  // without its causal flag there (ring-flash-attention's zigzag, MTraining's
+  // stripe ring: causal only at step 0). Without a descriptor: causal, op.tokens.
+  static AttentionCall attention_call(const schedule::Schedule& s, const schedule::Op& op);
+
+  // Seconds of one attention call: launch + work / (attention_tflops x 1e12), where
+  // work = flops for kernels whose rates count allowed pairs (fa2, fa3), and
+  // max(flops, blocks x tile FLOPs) for kernels that count executed tiles
+  // (block_sparse). What `ringmaster imbalance` charges a ring step, so that it
+  // and `simulate` share one attention-seconds path.
+  double attention_seconds(const AttentionCall& a) const;
+  // The kernel table's rate (TFLOP/s) for a direction, mask and tokens per call
+  // (kernel_rate.hpp: linear in log tokens, clamped at the ends).
+  double attention_tflops(bool backward, bool causal, double tokens) const;
+  const AttentionKernel& kernel() const { return kernel_; }
 
   // Effective bytes/s of a link: bandwidth x its class's efficiency.
   double link_rate_Bps(const topology::Link& l) const;
@@ -101,10 +114,9 @@ class CostModel {
   const Cluster& cluster() const { return c_; }
 
  private:
-  double rate_flops(schedule::OpKind kind, bool sparse_kernel) const;
-  double tile_flops(double blocks, bool backward) const;
-  double seconds(schedule::OpKind kind, double flops, double blocks, double bytes) const;
+  double attention_work_seconds(const AttentionCall& a) const;  // attention_seconds without the launch
   Cluster c_;
+  AttentionKernel kernel_;
   TileShape tile_;
   double local_rate_ = 0;
 };

@@ -9,7 +9,7 @@ using schedule::Op;
 ExecPlan::ExecPlan(const schedule::Schedule& s, const schedule::RunPlan& r, const cost::CostModel& m)
     : run(r), compute_s(s.ops.size(), 0.0) {
   for (const Op& op : s.ops)
-    if (schedule::is_compute(op.kind)) compute_s[static_cast<size_t>(op.id)] = m.compute_seconds(op);
+    if (schedule::is_compute(op.kind)) compute_s[static_cast<size_t>(op.id)] = m.compute_seconds(s, op);
   for (const auto& rank : s.ranks) gpu_of_rank.push_back(rank.gpu);
 }
 

@@ -9,10 +9,28 @@
 
 namespace rm::pipeline {
 
+void check_kernel_runs(const Experiment& e, const sparsity::SparsityModel& m) {
+  if (e.kernel.sparse_index) return;
+  for (int l = 0; l < m.layers(); ++l)
+    for (int h = 0; h < m.heads(); ++h) {
+      // FlashAttention runs causal, document (varlen) and sliding-window masks
+      // natively; verticals, slashes, sinks and block lists need a sparse index.
+      const sparsity::PatternKind k = m.head(l, h).kind();
+      if (k == sparsity::PatternKind::vertical_slash || k == sparsity::PatternKind::block_sparse ||
+          k == sparsity::PatternKind::a_shape)
+        throw ConfigError(fmt::format("{}: $.kernel.attention: {} is a dense kernel (no sparse index) and pattern {} "
+                                      "has {} heads: expected a kernel with a sparse index (e.g. block_sparse) or a "
+                                      "dense pattern",
+                                      e.source, e.kernel.name, m.name(), sparsity::to_string(k)));
+    }
+}
+
 sparsity::SparsityModel build_patterns(const Experiment& e) {
   const sparsity::PatternContext ctx{e.model.layers, e.model.heads, e.model.kv_heads, e.workload.seq_len,
                                      e.workload.seed, e.workload.pattern_base_dir};
-  return sparsity::build_sparsity(e.workload.pattern, e.workload.pattern_source, ctx);
+  sparsity::SparsityModel m = sparsity::build_sparsity(e.workload.pattern, e.workload.pattern_source, ctx);
+  check_kernel_runs(e, m);
+  return m;
 }
 
 LoadedSchedule load_schedule_file(const std::string& path, const ConfigStore& store) {
@@ -40,6 +58,7 @@ const sparsity::SparsityModel& Session::patterns(const Experiment& e) {
     ++pattern_builds_;
     it = patterns_.emplace(key, build_patterns(e)).first;
   }
+  check_kernel_runs(e, it->second);  // the cached patterns may have been built for another kernel
   return it->second;
 }
 

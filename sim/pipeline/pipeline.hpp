@@ -23,7 +23,13 @@
 namespace rm::pipeline {
 
 // The experiment's sparsity model, built afresh (Session::patterns caches it).
+// Throws ConfigError naming kernel.attention when a dense kernel (fa2, fa3)
+// meets a pattern that needs a sparse index (check_kernel_runs).
 sparsity::SparsityModel build_patterns(const Experiment& e);
+// A dense kernel computes the mask it is given, not a sparse index: it cannot
+// run vertical-slash, block-sparse or A-shape heads (an error rather than a
+// silently different attention; the seeds' dense baselines run FA2 on a dense mask).
+void check_kernel_runs(const Experiment& e, const sparsity::SparsityModel& m);
 
 // Reads a Schedule file (validating it) and the experiment it carries.
 struct LoadedSchedule {

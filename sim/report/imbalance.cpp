@@ -119,7 +119,8 @@ ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityMo
       // the attn_fwd op's seconds as the schedule would carry it.
       std::vector<std::vector<double>> wb(static_cast<size_t>(G), std::vector<double>(size_t(K)));
       std::vector<std::vector<double>> wn = wb, secs = wb;
-      double flops_sum = 0, blocks_sum = 0;  // batch included, as on the ops
+      // batch included, as on the ops; [0]: the diagonal (causal) calls, [1]: the others
+      double flops_sum[2] = {0, 0}, blocks_sum[2] = {0, 0};
       for (int h = 0; h < P.hp; ++h) {
         const auto costs = work.head_rank_pairs(m, l, placement::head_shard(e.model, P.hp, h), ranks, shape);
         const auto& src = layouts[size_t(h)].sources;
@@ -131,9 +132,12 @@ ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityMo
             const double blocks = double(t.blocks * e.workload.batch);
             wb[g][size_t(k)] = double(t.blocks);
             wn[g][size_t(k)] = double(t.nnz);
-            secs[g][size_t(k)] = cost.attention_seconds(flops, blocks, false);
-            flops_sum += flops;
-            blocks_sum += blocks;
+            const int source = src[size_t(k)][size_t(c)];
+            // tokens per call and the diagonal (causal) call, as CostModel::attention_call reads them off an op
+            secs[g][size_t(k)] = cost.attention_seconds(
+                {flops, blocks, false, source == c, double(ranks[size_t(c)].size())});
+            flops_sum[source == c ? 0 : 1] += flops;
+            blocks_sum[source == c ? 0 : 1] += blocks;
           }
         if (progress) progress(fmt::format("{}: layer {}/{}", to_string(part), l + 1, m.layers()), ++done, total_work);
       }
@@ -144,8 +148,13 @@ ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityMo
       li.worker_nnz = rn.worker;
       li.step_nnz = rn.step;
       li.blocks = total(wb);
-      const double per_op = double(G) * double(K);
-      li.ideal_seconds = double(K) * cost.attention_seconds(flops_sum / per_op, blocks_sum / per_op, false);
+      // Every rank doing the mean work of each kind of call: one diagonal step, K-1 others.
+      const double tokens = double(e.workload.seq_len / P.cp);
+      li.ideal_seconds = cost.attention_seconds({flops_sum[0] / G, blocks_sum[0] / G, false, true, tokens});
+      if (K > 1)
+        li.ideal_seconds += double(K - 1) * cost.attention_seconds({flops_sum[1] / (double(G) * (K - 1)),
+                                                                     blocks_sum[1] / (double(G) * (K - 1)), false,
+                                                                     false, tokens});
       for (int k = 0; k < K; ++k) {
         double slowest = 0;
         for (const auto& row : secs) slowest = std::max(slowest, row[size_t(k)]);

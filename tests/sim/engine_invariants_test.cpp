@@ -25,7 +25,7 @@ TEST_P(Invariants, HoldOnRandomSchedules) {
   auto cfg = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "test");
   const Cluster cluster = parse_cluster(JsonReader(cfg.json, cfg.source));
   const topology::Topology topo(cluster);
-  const cost::CostModel model(cluster);
+  const cost::CostModel model(cluster, load_attention_kernel(ConfigStore(), "block_sparse", cluster.gpu));
   // SimGrid is the slower engine: a smaller schedule keeps the test fast under ASan.
   const auto s = random_schedule({GetParam().seed, 6, GetParam().engine == EngineKind::analytic ? 400 : 150});
   const auto tl = simulate(s, topo, model, GetParam().engine);
@@ -39,7 +39,7 @@ TEST_P(Invariants, HoldOnRandomSchedules) {
     EXPECT_LE(e.start_s, e.end_s);
     for (auto d : op.deps) EXPECT_GE(e.start_s, by_op[static_cast<size_t>(d)]->end_s - eps) << schedule::describe(s, op.id);
     if (schedule::is_compute(op.kind)) {
-      EXPECT_NEAR(e.end_s - e.start_s, model.compute_seconds(op), 1e-9) << schedule::describe(s, op.id);
+      EXPECT_NEAR(e.end_s - e.start_s, model.compute_seconds(s, op), 1e-9) << schedule::describe(s, op.id);
     }
   }
   // A stream runs one run at a time: a non-joined op starts after every earlier op of its stream ended.

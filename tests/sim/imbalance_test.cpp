@@ -45,7 +45,7 @@ TEST_P(ImbalanceMatchesSimulate, SameAttentionSecondsPerLayerAndSameTransfers) {
   for (const auto& op : s.ops)
     if (op.kind == OpKind::attn_fwd && op.phase == Phase::forward) {
       double& t = slowest[{op.layer, op.step}];
-      t = std::max(t, cost.compute_seconds(op));
+      t = std::max(t, cost.compute_seconds(s, op));
     }
   ASSERT_FALSE(slowest.empty());
   std::map<int, double> per_layer;

@@ -20,7 +20,7 @@ void run(benchmark::State& state, std::optional<engine::EngineKind> kind) {
   auto cfg = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "bench");
   const Cluster cluster = parse_cluster(JsonReader(cfg.json, cfg.source));
   const topology::Topology topo(cluster);
-  const cost::CostModel model(cluster);
+  const cost::CostModel model(cluster, load_attention_kernel(ConfigStore(), "block_sparse", cluster.gpu));
   const auto s = engine::ring_schedule({32, 0, static_cast<int>(state.range(0)), 1e11, 16 << 20});
   for (auto _ : state) {
     if (kind) benchmark::DoNotOptimize(engine::simulate(s, topo, model, *kind));
