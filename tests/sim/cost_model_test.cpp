@@ -26,41 +26,23 @@ schedule::Op op(OpKind k, double flops, int64_t blocks = 0, int64_t bytes = 0) {
   return o;
 }
 
-// a100-40g-4x8-hdr: 312 TFLOP/s; gemm 0.65, attn fwd 0.55, bwd 0.40, sparse 0.80;
-// HBM 1555 GB/s at 0.70; launch 5 us; nvlink 300 GB/s x 0.80, 1+1 us per route.
-TEST(CostModel, ComputeIsFlopsOverKindRatePlusLaunch) {
-  CostModel m(a100());
-  EXPECT_NEAR(m.compute_seconds(op(OpKind::gemm, 312e12 * 0.65 * 1e-3)), 1e-3 + 5e-6, 1e-12);
-  EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_fwd, 312e12 * 0.55 * 2e-3)), 2e-3 + 5e-6, 1e-12);
-  EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_bwd, 312e12 * 0.40 * 1e-3)), 1e-3 + 5e-6, 1e-12);
-  EXPECT_NEAR(m.compute_seconds(op(OpKind::index_build, 312e12 * 0.55 * 1e-3)), 1e-3 + 5e-6, 1e-12);
-}
+// a100-40g-4x8-hdr: 312 TFLOP/s; gemm 0.65; HBM 1555 GB/s at 0.70; launch 5 us;
+// nvlink 300 GB/s x 0.80, 1+1 us per route. Attention: MTraining's block_sparse table.
+CostModel a100_model(const Cluster& c) { return CostModel(c, load_attention_kernel(ConfigStore(), "block_sparse", c.gpu)); }
 
-TEST(CostModel, AttentionPaysForEveryComputedTile) {
-  CostModel m(a100());
-  const double per_tile = 4.0 * 128 * 64 * 128;  // attention_cost.hpp, tile 128 x 64, d = 128
-  // Tiles filled (dense causal): the dense rate, on the larger of flops and tile FLOPs.
-  EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_fwd, 1000 * per_tile, 1000)), 5e-6 + 1000 * per_tile / (312e12 * 0.55),
-              1e-12);
-  EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_fwd, 0.6 * 1000 * per_tile, 1000)),
-              5e-6 + 1000 * per_tile / (312e12 * 0.55), 1e-12);
-  // Tiles a tenth full (vertical-slash): every tile is paid for, at sparse_block_efficiency.
-  EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_fwd, 0.1 * 1000 * per_tile, 1000)),
-              5e-6 + 1000 * per_tile / (312e12 * 0.55 * 0.8), 1e-12);
-  // Blocks without flops are sparse tiles too; the backward does 2.5x the forward's work.
-  EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_fwd, 0, 1000)), 5e-6 + 1000 * per_tile / (312e12 * 0.55 * 0.8), 1e-12);
-  EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_bwd, 0, 1000)),
-              5e-6 + 2.5 * 1000 * per_tile / (312e12 * 0.40 * 0.8), 1e-12);
-  // Without blocks, flops alone decide, at the dense rate.
-  const double f = 312e12 * 0.55 * 1e-3;
-  EXPECT_NEAR(m.compute_seconds(op(OpKind::attn_fwd, f, 0)), 1e-3 + 5e-6, 1e-12);
+TEST(CostModel, GemmAndIndexBuildAreFlopsOverTheGemmRatePlusLaunch) {
+  CostModel m = a100_model(a100());
+  const schedule::Schedule s;
+  EXPECT_NEAR(m.compute_seconds(s, op(OpKind::gemm, 312e12 * 0.65 * 1e-3)), 1e-3 + 5e-6, 1e-12);
+  EXPECT_NEAR(m.compute_seconds(s, op(OpKind::index_build, 312e12 * 0.65 * 2e-3)), 2e-3 + 5e-6, 1e-12);
 }
 
 TEST(CostModel, AttentionSecondsIsComputeSecondsWithoutAnOp) {
-  // One attention-seconds path: for random tile kernels, the Op-free entry point
-  // (what `imbalance` charges) equals compute_seconds, and the sparse-kernel rule
-  // is the fill threshold on both sides of it.
-  CostModel m(a100());
+  // One attention-seconds path: for random attention ops, the Op-free entry point
+  // (what `imbalance` charges) equals compute_seconds, and a tile kernel's time
+  // is its executed tiles (or its allowed pairs, when larger) at the table's rate.
+  CostModel m = a100_model(a100());
+  const schedule::Schedule s;
   const double per_tile = 4.0 * 128 * 64 * 128;
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> fill(0.0, 1.2);
@@ -69,28 +51,28 @@ TEST(CostModel, AttentionSecondsIsComputeSecondsWithoutAnOp) {
     const int64_t blocks = int64_t(rng() % 100000);
     const double ratio = bwd ? 2.5 : 1.0;
     const double flops = fill(rng) * double(blocks) * per_tile * ratio;
-    const schedule::Op o = op(bwd ? OpKind::attn_bwd : OpKind::attn_fwd, flops, blocks);
-    ASSERT_EQ(m.attention_seconds(flops, double(blocks), bwd), m.compute_seconds(o)) << trial;
-    const bool sparse = m.sparse_kernel(flops, double(blocks), bwd);
-    EXPECT_EQ(sparse, blocks > 0 && flops < kSparseKernelFill * double(blocks) * per_tile * ratio);
-    const double rate = 312e12 * (bwd ? 0.40 : 0.55) * (sparse ? 0.8 : 1.0);
-    EXPECT_NEAR(m.compute_seconds(o), 5e-6 + std::max(flops, double(blocks) * per_tile * ratio) / rate,
-                1e-12 * m.compute_seconds(o));
+    schedule::Op o = op(bwd ? OpKind::attn_bwd : OpKind::attn_fwd, flops, blocks);
+    o.tokens = int64_t(rng() % 40000);
+    const AttentionCall a = CostModel::attention_call(s, o);
+    ASSERT_EQ(m.attention_seconds(a), m.compute_seconds(s, o)) << trial;
+    const double rate = m.attention_tflops(bwd, true, double(o.tokens)) * 1e12;
+    EXPECT_NEAR(m.compute_seconds(s, o), 5e-6 + std::max(flops, double(blocks) * per_tile * ratio) / rate,
+                1e-12 * m.compute_seconds(s, o));
   }
-  EXPECT_FALSE(m.sparse_kernel(1e9, 0, false));  // no tiles: not a tile kernel at all
 }
 
 TEST(CostModel, ElementwiseIsARooflineOverHbm) {
-  CostModel m(a100());
+  CostModel m = a100_model(a100());
+  const schedule::Schedule s;
   const int64_t bytes = static_cast<int64_t>(1555e9 * 0.70 * 1e-3);
-  EXPECT_NEAR(m.compute_seconds(op(OpKind::elementwise, 1e6, 0, bytes)), 1e-3 + 5e-6, 1e-9);
-  EXPECT_NEAR(m.compute_seconds(op(OpKind::elementwise, 0)), 5e-6, 1e-15);
+  EXPECT_NEAR(m.compute_seconds(s, op(OpKind::elementwise, 1e6, 0, bytes)), 1e-3 + 5e-6, 1e-9);
+  EXPECT_NEAR(m.compute_seconds(s, op(OpKind::elementwise, 0)), 5e-6, 1e-15);
 }
 
 TEST(CostModel, TransferUsesRouteLatencyAndSlowestEffectiveLink) {
   Cluster c = a100();
   topology::Topology t(c);
-  CostModel m(c);
+  CostModel m = a100_model(c);
   EXPECT_NEAR(m.transfer_seconds(t, 0, 1, 240e6), 2e-6 + 1e-3, 1e-12);  // NVSwitch: 300 x 0.8 GB/s
   // Across nodes: gpu -pcie-> nic -net-> switch -net-> nic -pcie-> gpu; PCIe 25 x 0.8 < HDR 25 x 0.85.
   const topology::Route& r = t.route(0, 8);

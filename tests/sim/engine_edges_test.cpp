@@ -70,7 +70,7 @@ struct Env {
   Cluster cluster;
   topology::Topology topo;
   cost::CostModel model;
-  Env() : cluster(load()), topo(cluster), model(cluster) {}
+  Env() : cluster(load()), topo(cluster), model(cluster, load_attention_kernel(ConfigStore(), "block_sparse", cluster.gpu)) {}
   static Cluster load() {
     auto c = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "test");
     return parse_cluster(JsonReader(c.json, c.source));

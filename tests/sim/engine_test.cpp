@@ -17,14 +17,14 @@ using schedule::OpKind;
 using schedule::StreamKind;
 
 // a100-40g-4x8-hdr: NVSwitch route = 2 links, 2 us, 300 GB/s x 0.80 = 240e9 B/s;
-// 312 TFLOP/s x attention_fwd 0.55; launch 5 us.
-constexpr double kLat = 2e-6, kRate = 240e9, kLaunch = 5e-6, kAttnRate = 312e12 * 0.55;
+// launch 5 us; attention at the block_sparse table's rate (attn_rate()).
+constexpr double kLat = 2e-6, kRate = 240e9, kLaunch = 5e-6;
 
 struct Env {
   Cluster cluster;
   topology::Topology topo;
   cost::CostModel model;
-  explicit Env(const std::string& name) : cluster(load(name)), topo(cluster), model(cluster) {}
+  explicit Env(const std::string& name) : cluster(load(name)), topo(cluster), model(cluster, load_attention_kernel(ConfigStore(), "block_sparse", cluster.gpu)) {}
   static Cluster load(const std::string& name) {
     auto c = ConfigStore().load("clusters", name, "test");
     return parse_cluster(JsonReader(c.json, c.source));
@@ -35,6 +35,9 @@ const Env& a100() {
   static const Env env("a100-40g-4x8-hdr");
   return env;
 }
+
+// The rate of a descriptor-less forward attention op (causal, 0 tokens: the table's first point).
+double attn_rate() { return a100().model.attention_tflops(false, true, 0) * 1e12; }
 
 class Engines : public ::testing::TestWithParam<EngineKind> {
  protected:
@@ -61,7 +64,7 @@ TEST_P(Engines, TwoRanksExchangeAKnownMessage) {
 TEST_P(Engines, RecvWaitsForALateSender) {
   schedule::ScheduleBuilder b;
   for (int r = 0; r < 2; ++r) b.add_rank(r), b.add_stream(r, StreamKind::compute), b.add_stream(r, StreamKind::comm_intra);
-  const auto work = b.compute(0, 0, OpKind::attn_fwd, {}, {kAttnRate * 1e-3, 0, 0});
+  const auto work = b.compute(0, 0, OpKind::attn_fwd, {}, {attn_rate() * 1e-3, 0, 0});
   const auto ids = b.p2p({0, 1, 1, 1, 24'000'000, {}, 0});
   b.add_dep(ids.send, work);
   const auto tl = run(std::move(b).build());
@@ -75,14 +78,14 @@ TEST_P(Engines, RecvWaitsForALateSender) {
 // Compute-bound (C > T): S*C. Transfer-bound (T > C): (S-1)*T + C.
 TEST_P(Engines, RingOfFourComputeBound) {
   const double c = 1e-3 + kLaunch, t = kLat + 24e6 / kRate;  // T = 0.102 ms
-  const auto tl = run(ring_schedule({4, 0, 5, kAttnRate * 1e-3, 24'000'000}));
+  const auto tl = run(ring_schedule({4, 0, 5, attn_rate() * 1e-3, 24'000'000}));
   EXPECT_NEAR(tl.makespan_s(), 5 * c, 5 * c * 1e-6);
   EXPECT_LT(t, c);
 }
 
 TEST_P(Engines, RingOfFourTransferBound) {
   const double c = 1e-4 + kLaunch, t = kLat + 240e6 / kRate;
-  const auto tl = run(ring_schedule({4, 0, 5, kAttnRate * 1e-4, 240'000'000}));
+  const auto tl = run(ring_schedule({4, 0, 5, attn_rate() * 1e-4, 240'000'000}));
   EXPECT_NEAR(tl.makespan_s(), 4 * t + c, (4 * t + c) * 1e-6);
 }
 
@@ -139,8 +142,8 @@ INSTANTIATE_TEST_SUITE_P(Both, Engines, ::testing::Values(EngineKind::analytic, 
 // with its all-gather and all-to-all-free collectives on disjoint hops.
 TEST(EnginesAgree, WithinOnePercentOnContentionFreeSchedules) {
   const auto& env = a100();
-  for (const auto& s : {ring_schedule({16, 0, 6, kAttnRate * 2e-4, 64'000'000}),
-                        ring_schedule({8, 4, 4, kAttnRate * 1e-3, 8'000'000})}) {
+  for (const auto& s : {ring_schedule({16, 0, 6, attn_rate() * 2e-4, 64'000'000}),
+                        ring_schedule({8, 4, 4, attn_rate() * 1e-3, 8'000'000})}) {
     const auto a = simulate(s, env.topo, env.model, EngineKind::analytic);
     const auto g = simulate(s, env.topo, env.model, EngineKind::simgrid);
     ASSERT_EQ(a.events.size(), g.events.size());
