@@ -23,7 +23,7 @@ import json, os, re, subprocess, sys, tempfile
 
 BIN = os.environ["RM_BIN"]
 EXPERIMENTS = os.environ["RM_EXPERIMENTS"].split()
-cache, notes = {}, []
+cache, notes, summary = {}, [], []
 
 
 def run(exp, sets, trace=False):
@@ -115,6 +115,8 @@ def table(title, source, unit, rows, ref, relative=False):
         rr = rp / rm if rp is not None and rm else None
         print(f"| {label} | {cmdline(exp, sets, new)} | {fmt(meas)} | {fmt(pred)}{mark} | {fmt(pm)} | "
               f"{fmt(rp)} | {fmt(rm)} | {fmt(rr)} |")
+        if label != ref and rr is not None:
+            summary.append((title, f"{label} ÷ {ref}", rp, rm, rr, mark))
 
 
 def per_s(j, ev):            # iterations (one simulated scope) per second
@@ -268,6 +270,12 @@ table("USP, LLaMA3-8B, 208K tokens, 2×8 A800, full step (setup partly assumed, 
       "USP abstract (MFU); the Ulysses × ring split, checkpointing and fabric are our assumptions", "MFU",
       [("USP hybrid, Ulysses 8 × ring 2", 0.47, mfu, "usp-llama3-8b-208k", [], ("kernel.attention=fa2",))],
       ref="USP hybrid, Ulysses 8 × ring 2")
+
+print("\n### Summary: ratio between methods, predicted vs measured\n")
+print("| setup | ratio | predicted | measured | predicted / measured |")
+print("|---|---|---|---|---|")
+for title, what, rp, rm, rr, mark in summary:
+    print(f"| {title} | {what} | {fmt(rp)}{mark} | {fmt(rm)} | {fmt(rr)} |")
 
 if notes:
     print("\nNotes:\n")
