@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Usage: tools/validation.sh [BIN]   (default build/bin/ringmaster)
+# Usage: tools/validation.sh [BIN] [--doc FILE]   (default BIN build/bin/ringmaster)
+#   --doc FILE: instead of printing, replace what lies between the lines
+#   "<!-- validation.sh output: begin -->" and "<!-- validation.sh output: end -->" in FILE
+#   (docs/validation.md) with this run's output; written to a temporary file, then renamed.
 #
 # Predicts every published measurement docs/validation.md compares with, and prints
 # markdown tables: measured, predicted, predicted/measured, and the ratio between
@@ -11,12 +14,37 @@
 # key it needs and what ringmaster said, so the script runs before and after the
 # keys exist. Needs /usr/bin/python3. About 1-2 minutes on 2 cores.
 set -u
-BIN=${1:-build/bin/ringmaster}
+BIN=build/bin/ringmaster DOC=
+while (($#)); do
+  case $1 in
+    --doc) DOC=${2:?--doc needs a file}; shift 2 ;;
+    *) BIN=$1; shift ;;
+  esac
+done
 [[ -x "$BIN" ]] || { echo "validation.sh: no ringmaster binary at $BIN" >&2; exit 2; }
 
 # Every shipped experiment the tables below start from; tests/tools/cli_validation_test.cpp
 # reads this line and simulates each at reduced size. Keep it on one line.
 EXPERIMENTS="mtraining-qwen2.5-3b-512k loongtrain-llama2-7b-1m rfa-llama3-8b-64k-h800 rfa-llama3-8b-64k-a100 usp-llama3-8b-208k"
+
+if [[ -n "$DOC" ]]; then
+  out=$(mktemp) && "$0" "$BIN" > "$out" || { rm -f "$out"; exit 1; }
+  /usr/bin/python3 - "$DOC" "$out" <<'PY' || { rm -f "$out"; exit 1; }
+import os, sys
+doc, out = sys.argv[1], sys.argv[2]
+b, e = "<!-- validation.sh output: begin -->", "<!-- validation.sh output: end -->"
+text = open(doc).read()
+if b not in text or e not in text:
+    sys.exit(f"validation.sh: {doc} has no '{b}' ... '{e}' block")
+head, rest = text.split(b, 1)
+tail = rest.split(e, 1)[1]
+tmp = doc + ".tmp"
+with open(tmp, "w") as f:
+    f.write(head + b + "\n\n" + open(out).read().rstrip() + "\n\n" + e + tail)
+os.replace(tmp, doc)
+PY
+  rm -f "$out"; echo "validation.sh: updated $DOC"; exit 0
+fi
 
 RM_BIN="$BIN" RM_EXPERIMENTS="$EXPERIMENTS" exec /usr/bin/python3 - <<'PY'
 import json, os, re, subprocess, sys, tempfile
