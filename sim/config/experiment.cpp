@@ -23,6 +23,10 @@ const EnumName<Scope> kScopes[] = {{Scope::attention_fwd, "attention_fwd"},
                                    {Scope::attention_fwd_bwd, "attention_fwd_bwd"},
                                    {Scope::layer, "layer"},
                                    {Scope::step, "step"}};
+const EnumName<ShuffleMode> kShuffles[] = {{ShuffleMode::per_call, "per_call"}, {ShuffleMode::once, "once"}};
+const EnumName<GradDtype> kGradDtypes[] = {{GradDtype::fp32, "fp32"}, {GradDtype::bf16, "bf16"}};
+const EnumName<RingOrder> kRingOrders[] = {
+    {RingOrder::rank, "rank"}, {RingOrder::zigzag_pairs, "zigzag_pairs"}, {RingOrder::topology, "topology"}};
 
 }  // namespace
 
@@ -31,6 +35,9 @@ const char* to_string(RingKind r) { return name_of(kRings, r); }
 const char* to_string(PlacementOrder p) { return name_of(kPlacements, p); }
 const char* to_string(Checkpoint c) { return name_of(kCheckpoints, c); }
 const char* to_string(Scope s) { return name_of(kScopes, s); }
+const char* to_string(ShuffleMode m) { return name_of(kShuffles, m); }
+const char* to_string(GradDtype d) { return name_of(kGradDtypes, d); }
+const char* to_string(RingOrder o) { return name_of(kRingOrders, o); }
 std::optional<Partition> partition_from_string(std::string_view s) { return value_of(kPartitions, s); }
 
 nlohmann::json summary_json(const Experiment& e) {
@@ -60,7 +67,10 @@ nlohmann::json summary_json(const Experiment& e) {
             {"window", p.window},
             {"placement", to_string(p.placement)},
             {"checkpoint", to_string(p.checkpoint)},
-            {"zero_stage", p.zero_stage}}},
+            {"zero_stage", p.zero_stage},
+            {"shuffle", to_string(p.shuffle)},
+            {"grad_comm_dtype", to_string(p.grad_comm_dtype)},
+            {"ring_order", to_string(p.ring_order)}}},
           {"kernel", {{"attention", e.kernel.name}}},
           {"scope", to_string(e.scope)},
           {"gpus_used", p.world()},
@@ -193,6 +203,9 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
     e.parallel.placement = p.enum_or("placement", kPlacements, PlacementOrder::head_first);
     e.parallel.checkpoint = p.enum_or("checkpoint", kCheckpoints, Checkpoint::full);
     e.parallel.zero_stage = static_cast<int>(p.integer_or("zero_stage", 0, 3, 1));
+    e.parallel.shuffle = p.enum_or("shuffle", kShuffles, ShuffleMode::per_call);
+    e.parallel.grad_comm_dtype = p.enum_or("grad_comm_dtype", kGradDtypes, GradDtype::fp32);
+    e.parallel.ring_order = p.enum_or("ring_order", kRingOrders, RingOrder::rank);
 
     // Cross-field checks: each names the field to change.
     const auto& P = e.parallel;
@@ -222,6 +235,13 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
         p.fail("placement", fmt::format("interleaved windows need window < 8, window < cp and cp divisible by "
                                         "2*window (LoongTrain), got window {} with cp {}", P.window, P.cp));
     }
+    if (P.ring_order != RingOrder::rank && P.cp > 1 && P.ring != RingKind::ring)
+      p.fail("ring_order", fmt::format("{} orders a flat ring: it needs parallel.ring = ring (double_ring and "
+                                       "hierarchical lay out their own rings), got {}",
+                                       to_string(P.ring_order), to_string(P.ring)));
+    if (P.ring_order == RingOrder::zigzag_pairs && P.cp % 2 != 0)
+      p.fail("ring_order", fmt::format("zigzag_pairs visits context ranks in pairs (0, cp-1, 1, cp-2, ...): "
+                                       "expected an even cp, got {}", P.cp));
     p.finish();
   }
   {

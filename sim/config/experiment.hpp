@@ -23,12 +23,22 @@ enum class RingKind { ring, double_ring, hierarchical };
 enum class PlacementOrder { head_first, context_first, interleaved };
 enum class Checkpoint { none, full, selective };
 enum class Scope { attention_fwd, attention_fwd_bwd, layer, step };
+// Where the stripe / zigzag token order comes from: an exchange inside every
+// attention call (MTraining) or the data loader (ring-flash-attention, Megatron).
+enum class ShuffleMode { per_call, once };
+// Wire dtype of dK/dV in the ring backward (and of their accumulators).
+enum class GradDtype { fp32, bf16 };
+// The order a flat ring visits its context ranks (docs/generators.md, "Ring order").
+enum class RingOrder { rank, zigzag_pairs, topology };
 
 const char* to_string(Partition p);
 const char* to_string(RingKind r);
 const char* to_string(PlacementOrder p);
 const char* to_string(Checkpoint c);
 const char* to_string(Scope s);
+const char* to_string(ShuffleMode m);
+const char* to_string(GradDtype d);
+const char* to_string(RingOrder o);
 std::optional<Partition> partition_from_string(std::string_view s);
 
 struct Workload {
@@ -51,6 +61,9 @@ struct Parallel {
   PlacementOrder placement = PlacementOrder::head_first;
   Checkpoint checkpoint = Checkpoint::full;
   int zero_stage = 1;  // ZeRO stage of the data-parallel optimizer (0..3)
+  ShuffleMode shuffle = ShuffleMode::per_call;
+  GradDtype grad_comm_dtype = GradDtype::fp32;
+  RingOrder ring_order = RingOrder::rank;
   int world() const { return dp * hp * cp; }
 };
 

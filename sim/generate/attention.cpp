@@ -3,6 +3,7 @@
 #include <functional>
 #include <string_view>
 
+#include "sim/generate/index_building.hpp"
 #include "sim/generate/layer_costs.hpp"
 #include "sim/generate/ring_emitter.hpp"
 
@@ -48,7 +49,15 @@ AttentionTensors attention_tensors(StepContext& ctx, int r, Phase phase) {
   if (ctx.has_backward()) {
     t.d_o = ctx.buffer(r, "do", BufferRole::d_o, DType::bf16, q);
     t.dq = ctx.buffer(r, "dq", BufferRole::dq, DType::bf16, q);
-    t.dkv = ctx.buffer(r, "dkv", BufferRole::dkv, DType::fp32, kv);
+    t.dkv = ctx.buffer(r, "dkv", BufferRole::dkv, grad_dtype(e), kv);
+  }
+  if (ctx.patterns_dynamic) {  // the index this pass builds (a recomputation builds its own)
+    const IndexSizes z = index_sizes(e);
+    const int64_t cp = e.parallel.cp, nb = z.blocks;
+    t.index = ctx.buffer(r, std::string("index") + sets.o, BufferRole::index, DType::int32, {cp, b, s.heads, nb, nb},
+                         kPerLayer);
+    t.index_bars = ctx.buffer(r, std::string("index.bars") + sets.o, BufferRole::index, DType::int32,
+                              {b, s.heads, nb, z.verticals}, kPerLayer);
   }
   return t;
 }
@@ -128,90 +137,21 @@ void all_to_all_everywhere(StepContext& ctx, const std::vector<int>& groups, int
   }
 }
 
-// MTraining's online index building for one context group (d, h): every rank
-// scores the last queries against its keys, the softmax maxima and sums are
-// all-gathered, each rank reduces its columns and diagonals, and the rank that
-// owns the last queries broadcasts the selected indices.
-void build_indices(StepContext& ctx, int d, int h, int layer, RankDeps& ready) {
-  const Experiment& e = ctx.e;
-  const int cp = e.parallel.cp, batch = e.workload.batch, dim = e.model.head_dim;
-  const int heads = placement::head_shard(e.model, e.parallel.hp, h).heads;
-  const int64_t keys = e.workload.seq_len / cp;
-  const Where where{Phase::forward, layer, -1};
-  // The last queries live with the context rank that owns the last token.
-  int owner = 0;
-  for (int c = 0; c < cp; ++c) {
-    const auto& runs = ctx.work.tokens(c).runs;
-    for (const auto& run : runs)
-      if (run.begin + (run.count - 1) * run.stride + run.len == e.workload.seq_len) owner = c;
+// The shuffle as MTraining runs it: one all-to-all per tensor (Q, K|V, O; dO, dQ,
+// dK|dV), each in every shuffle group; a tensor's bytes are the whole local
+// tensor, also in a zigzag pair (half of it stays).
+void shuffle_everywhere(StepContext& ctx, Where where, RankDeps& ready,
+                        const std::function<std::vector<int>(int rank)>& homes, int from, int to) {
+  const ExchangeBytes x = exchange_bytes(ctx.e);
+  const auto& buffers = ctx.b.peek().buffers;
+  const size_t n = homes(0).size();
+  for (size_t i = 0; i < n; ++i) {
+    const schedule::BufferRole role = buffers[size_t(homes(0)[i])].role;
+    const int64_t bytes = role == BufferRole::kv || role == BufferRole::dkv ? x.kv : x.q;
+    for (const auto& groups : ctx.shuffle_groups)
+      all_to_all_everywhere(ctx, groups, bytes, where, ready, [&](int r) { return std::vector<int>{homes(r)[i]}; },
+                            from, to);
   }
-  const int root = ctx.rank(d, h, owner);
-  const int group = ctx.context_groups[size_t(d * e.parallel.hp + h)];
-  const double lastq = double(kIndexLastQueries * batch);
-  const int64_t selected = kIndexMaxVerticals + kIndexMaxSlashes;
-  // Per rank: the last queries, their row statistics over local keys (then
-  // everyone's), the rank's candidate columns and diagonals, the chosen index.
-  struct Bufs {
-    int q, kv, last_q, stats, all_stats, candidates, index;
-  };
-  std::vector<Bufs> buf(static_cast<size_t>(cp));
-  for (int c = 0; c < cp; ++c) {
-    const int r = ctx.rank(d, h, c);
-    const AttentionTensors t = attention_tensors(ctx, r, Phase::forward);
-    Bufs& x = buf[size_t(c)];
-    x.q = t.q;
-    x.kv = t.kv;
-    x.index = ctx.buffer(r, "index", BufferRole::index, DType::int32, {batch, heads, selected}, kPerLayer);
-    x.stats = ctx.buffer(r, "index.stats", BufferRole::index_work, DType::fp32, {batch, kIndexLastQueries, heads, 2});
-    x.last_q = x.q, x.all_stats = x.stats, x.candidates = x.index;  // one rank: nothing to exchange
-    if (cp > 1) {
-      x.last_q = ctx.buffer(r, "index.last_q", BufferRole::index_work, DType::bf16, {batch, kIndexLastQueries, heads, dim});
-      x.all_stats = ctx.buffer(r, "index.all_stats", BufferRole::index_work, DType::fp32,
-                               {cp, batch, kIndexLastQueries, heads, 2});
-      x.candidates = ctx.buffer(r, "index.candidates", BufferRole::index_work, DType::int32, {batch, heads, selected});
-    }
-  }
-  auto set_members = [&](const std::vector<OpId>& ids, auto reads, auto writes) {
-    for (int c = 0; c < cp; ++c) ctx.access(ids[size_t(c)], reads(c), writes(c));
-  };
-  const auto& members = ctx.b.peek().groups[size_t(group)].ranks;
-  auto member_c = [&](size_t i) { return ctx.coord[size_t(members[i])].c; };
-  auto by_member = [&](const std::vector<OpId>& ids) {  // ids in member order -> per context rank
-    std::vector<OpId> out(ids.size());
-    for (size_t i = 0; i < ids.size(); ++i) out[size_t(member_c(i))] = ids[i];
-    return out;
-  };
-  auto root_reads = [&](int c, int b) { return ctx.rank(d, h, c) == root ? std::vector<int>{b} : std::vector<int>{}; };
-  if (cp > 1)
-    set_members(by_member(ctx.collective(group, OpKind::broadcast, head_bytes(kIndexLastQueries, heads, dim, batch),
-                                         where, &RankStreams::exchange, ready, 0, root)),
-                [&](int c) { return root_reads(c, buf[size_t(c)].q); },
-                [&](int c) { return std::vector<int>{buf[size_t(c)].last_q}; });
-  for (int c = 0; c < cp; ++c) {  // QK^T of the last queries, then max and exp-sum per row
-    const Bufs& x = buf[size_t(c)];
-    OpId id = ctx.compute(ctx.rank(d, h, c), OpKind::index_build, where,
-                          {gemm_flops(int64_t(lastq), keys, dim) * heads + 3.0 * lastq * double(keys) * heads, 0,
-                           kIndexLastQueries * batch},
-                          ready);
-    ctx.access(id, {x.last_q, x.kv}, {x.stats});
-  }
-  if (cp > 1)
-    set_members(by_member(ctx.collective(group, OpKind::all_gather,
-                                         cp * kIndexLastQueries * heads * 2 * kFp32Bytes * batch, where,
-                                         &RankStreams::exchange, ready, 0)),
-                [&](int c) { return std::vector<int>{buf[size_t(c)].stats}; },
-                [&](int c) { return std::vector<int>{buf[size_t(c)].all_stats}; });
-  for (int c = 0; c < cp; ++c) {  // normalised column and diagonal sums, top-p candidates
-    const Bufs& x = buf[size_t(c)];
-    OpId id = ctx.compute(ctx.rank(d, h, c), OpKind::index_build, where, {2.0 * lastq * double(keys) * heads, 0, 0},
-                          ready);
-    ctx.access(id, {x.all_stats, x.last_q, x.kv}, {x.candidates});
-  }
-  if (cp > 1)
-    set_members(by_member(ctx.collective(group, OpKind::broadcast, heads * selected * kFp32Bytes * batch, where,
-                                         &RankStreams::exchange, ready, 0, root)),
-                [&](int c) { return root_reads(c, buf[size_t(c)].candidates); },
-                [&](int c) { return std::vector<int>{buf[size_t(c)].index}; });
 }
 
 }  // namespace
@@ -230,12 +170,12 @@ void emit_attention(StepContext& ctx, const AttentionCall& call, RankDeps& ready
   auto outs = [&](int r) { return parts_out(ctx, r, call.phase, call.backward); };
   int stage = 0;
   if (p.hp > 1) all_to_all_everywhere(ctx, ctx.head_groups, in, where, ready, ins, stage, stage + 1), ++stage;
-  if (ctx.shuffles()) all_to_all_everywhere(ctx, ctx.context_groups, in, where, ready, ins, stage, stage + 1), ++stage;
-  if (ctx.patterns_dynamic && call.phase == Phase::forward)
+  if (ctx.shuffles()) shuffle_everywhere(ctx, where, ready, ins, stage, stage + 1), ++stage;
+  if (ctx.patterns_dynamic && !call.backward)  // every forward and every recomputation of the attention
     for (int d = 0; d < p.dp; ++d)
-      for (int h = 0; h < p.hp; ++h) build_indices(ctx, d, h, call.layer, ready);
+      for (int h = 0; h < p.hp; ++h) emit_index_building(ctx, d, h, call.phase, call.layer, ready);
   emit_ring(ctx, call.phase, call.layer, call.backward, ready);
-  if (ctx.shuffles()) all_to_all_everywhere(ctx, ctx.context_groups, out, where, ready, outs, stage, stage - 1), --stage;
+  if (ctx.shuffles()) shuffle_everywhere(ctx, where, ready, outs, stage, stage - 1), --stage;
   if (p.hp > 1) all_to_all_everywhere(ctx, ctx.head_groups, out, where, ready, outs, stage, stage - 1), --stage;
 }
 

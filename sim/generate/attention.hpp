@@ -1,7 +1,8 @@
 // One layer's distributed attention, forward or backward, on every rank:
 //   head all-to-all in the head group (hp > 1: sequence shards -> head shards; Ulysses, 2D)
-//   stripe shuffle all-to-all in the context group (stripe / balanced partitions; MTraining)
-//   online index building (dynamic patterns, forward only; MTraining)
+//   the shuffle (parallel.shuffle = per_call; MTraining): per tensor an all-to-all in
+//   the context group (stripe / balanced) or in zigzag pairs (zigzag)
+//   online index building (dynamic patterns, every forward and recomputation; index_building.hpp)
 //   the ring (ring_emitter.hpp), then the inverse shuffle and the inverse head all-to-all.
 // Backward sends dO in and dQ/dK/dV out; when the layer's Q/K/V were recomputed
 // in sequence layout (selective checkpoint) they are exchanged again too.
@@ -24,11 +25,14 @@ void emit_attention(StepContext& ctx, const AttentionCall& call, RankDeps& ready
 // The attention's own buffers on a rank, in the ring's token layout (the
 // context rank's S/cp tokens, the head rank's heads): Q, K|V, O, LSE (kept per
 // layer for the backward), dO, dQ and the rank's finished dK|dV (fp32, as
-// they travel). A recomputation (and the backward after it) uses Q|K|V, O|LSE
+// they travel, in parallel.grad_comm_dtype) and, for dynamic patterns, the
+// index the pass built (`index`: the slash block mask of every ring step,
+// `index.bars`: each query block's verticals). A recomputation (and the backward after it) uses Q|K|V, O|LSE
 // of its own ("q.re", "kv.bwd", ...), so that it never overwrites what the
 // forward's ring may still be sending.
 struct AttentionTensors {
   int q = -1, kv = -1, o = -1, lse = -1, d_o = -1, dq = -1, dkv = -1;
+  int index = -1, index_bars = -1;
 };
 AttentionTensors attention_tensors(StepContext& ctx, int rank, schedule::Phase phase);
 

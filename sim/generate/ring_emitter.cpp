@@ -106,20 +106,49 @@ RingBuffers ring_buffers(StepContext& ctx, int r, schedule::Phase phase, int O, 
   auto slot = [&](const std::string& name, BufferRole role, DType dt,
                   schedule::Instances n = schedule::Instances::one) { return ctx.buffer(r, name, role, dt, kv, n); };
   constexpr auto kPerPass = schedule::Instances::per_pass;
+  const DType g = grad_dtype(ctx.e);
   for (int i = 0; i < std::min(3, O - 1); ++i)
     b.kv_outer[i] = slot(fmt::format("kv.outer{}", i), BufferRole::kv_slot, DType::bf16, kPerPass);
   for (int i = 0; i < 2; ++i) {
     if (I > 1) b.kv_inner[i] = slot(fmt::format("kv.inner{}", i), BufferRole::kv_slot, DType::bf16);
-    if (backward && I > 1) b.dkv_inner[i] = slot(fmt::format("dkv.inner{}", i), BufferRole::dkv_slot, DType::fp32);
-    if (backward && O > 1) b.dkv_outer[i] = slot(fmt::format("dkv.outer{}", i), BufferRole::dkv_slot, DType::fp32);
+    if (backward && I > 1) b.dkv_inner[i] = slot(fmt::format("dkv.inner{}", i), BufferRole::dkv_slot, g);
+    if (backward && O > 1) b.dkv_outer[i] = slot(fmt::format("dkv.outer{}", i), BufferRole::dkv_slot, g);
   }
   if (backward && O * I > 1)
     for (int k = 0; k < O * I; ++k)
-      b.dkv_part.push_back(slot(fmt::format("dkv.step{}", k), BufferRole::dkv_slot, DType::fp32, kPerPass));
+      b.dkv_part.push_back(slot(fmt::format("dkv.step{}", k), BufferRole::dkv_slot, g, kPerPass));
   if (backward && O > 1 && I > 1)
     for (int o = 0; o < O; ++o)
-      b.dkv_round.push_back(slot(fmt::format("dkv.round{}", o), BufferRole::dkv_slot, DType::fp32, kPerPass));
+      b.dkv_round.push_back(slot(fmt::format("dkv.round{}", o), BufferRole::dkv_slot, g, kPerPass));
   return b;
+}
+
+// The merge of step k's partial result into the rank's accumulators, after its
+// attention op (k > 0), as memory traffic (layer_costs.hpp): forward O and LSE;
+// backward dQ and, when a dK|dV sum came with the block (`arrived`, from the
+// recv `arrived_op`), that sum and the step's partial — the compute stream
+// waits for that transfer here, as MTraining's ring does before `dk += step_dk`.
+// The sum itself is what the next dK|dV send carries (it adds its reads).
+OpId emit_merge(StepContext& ctx, int r, const RingBuffers& b, schedule::Where where, bool backward, OpId arrived_op,
+                int arrived, int part, OpId attention) {
+  const Experiment& e = ctx.e;
+  const placement::HeadShard s = placement::head_shard(e.model, e.parallel.hp, ctx.coord[size_t(r)].h);
+  const int64_t T = e.workload.seq_len / e.parallel.cp;
+  const int D = e.model.head_dim, B = e.workload.batch;
+  const int64_t bytes = backward ? merge_bwd_bytes(T, s.heads, s.kv_heads, D, B, arrived >= 0, e.parallel.grad_comm_dtype)
+                                 : merge_fwd_bytes(T, s.heads, D, B);
+  std::vector<OpId> deps{attention};
+  append(deps, arrived_op);
+  const OpId id = ctx.b.compute(r, ctx.streams[size_t(r)].compute, OpKind::elementwise, where, {0.0, 0, T * B, bytes},
+                                std::move(deps));
+  if (!backward) {
+    ctx.access(id, {b.t.o, b.t.lse}, {b.t.o, b.t.lse});
+  } else {
+    std::vector<int> reads{b.t.dq};
+    if (arrived >= 0) reads.insert(reads.end(), {part, arrived});
+    ctx.access(id, std::move(reads), {b.t.dq});
+  }
+  return id;
 }
 
 int inner_next(const Ring& g, int c) { return g.at(g.pos[size_t(c)].first, g.pos[size_t(c)].second + 1); }
@@ -141,7 +170,7 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
   const int batch = e.workload.batch, dim = e.model.head_dim;
   const int64_t ctx_tokens = e.workload.seq_len / cp;
   const int64_t kv = kv_message_bytes(ctx_tokens, shard.kv_heads, dim, batch);
-  const int64_t dkv = dkv_message_bytes(ctx_tokens, shard.kv_heads, dim, batch);
+  const int64_t dkv = dkv_message_bytes(ctx_tokens, shard.kv_heads, dim, batch, e.parallel.grad_comm_dtype);
   const auto& work = ctx.work.pairs(layer, h);
   const OpKind attn = backward ? OpKind::attn_bwd : OpKind::attn_fwd;
   const schedule::IndexSource index = ctx.patterns_dynamic ? schedule::IndexSource::built
@@ -217,9 +246,7 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
         const RingBuffers& b = buf[size_t(c)];
         std::vector<int> reads{b.t.q, block(c, so, si)};
         if (backward) reads.insert(reads.end(), {b.t.o, b.t.lse, b.t.d_o});
-        if (index == schedule::IndexSource::built)
-          reads.push_back(ctx.buffer(r, "index", BufferRole::index, DType::int32,
-                                     {batch, shard.heads, kIndexMaxVerticals + kIndexMaxSlashes}, kPerLayer));
+        if (index == schedule::IndexSource::built) reads.insert(reads.end(), {b.t.index, b.t.index_bars});
         std::vector<int> writes = !backward ? std::vector<int>{b.t.o, b.t.lse}
                                             : std::vector<int>{b.t.dq, O * I > 1 ? b.dkv_part[size_t(k)] : b.t.dkv};
         ctx.access(last_compute[size_t(c)], std::move(reads), std::move(writes));
@@ -227,6 +254,12 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
                             {tokens[size_t(c)], tokens[size_t(src)], shard.first_head, shard.heads,
                              shard.first_kv_head, shard.kv_heads, mask_of(ctx.work.tokens(c), ctx.work.tokens(src)),
                              index, k > 0});
+        if (k > 0) {
+          const bool sum = backward && si > 0;  // a dK|dV sum came with this block
+          last_compute[size_t(c)] =
+              emit_merge(ctx, r, b, where, backward, sum ? dkv_inner_arrived[size_t(c)] : -1,
+                         sum ? b.dkv_inner[(k - 1) % 2] : -1, sum ? b.dkv_part[size_t(k)] : -1, last_compute[size_t(c)]);
+        }
       }
       if (backward && I > 1) {
         // The block's dK/dV follow it: this step's contribution, plus what came with it.

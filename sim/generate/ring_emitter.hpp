@@ -15,6 +15,9 @@
 // compute an inner dK/dV transfer (the I-th brings the round's block back to
 // where it entered the node), after each round an outer one; the last one
 // delivers every rank's own dK/dV.
+// After every compute but the first, an elementwise merge op carries the
+// memory traffic of merging the step's partial into the accumulators (O, LSE;
+// backward dQ and the dK/dV sum that came with the block; layer_costs.hpp).
 // Every op names its buffers (docs/generators.md, "Buffers"): a compute reads
 // Q and the K/V slot of its step, a send the slot the step computes on, a
 // recv the slot the next step reads; each attention op says its query and key

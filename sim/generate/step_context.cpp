@@ -36,6 +36,14 @@ StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityM
       auto gpus = map.context_group(d, h);
       layouts.push_back(kind->layout(gpus, topo));
       context_groups.push_back(b.add_group(gpus, fmt::format("cp_d{}h{}", d, h)));
+      shuffle_groups.emplace_back();
+      if (shuffle() == Shuffle::stripe) shuffle_groups.back().push_back(context_groups.back());
+      if (shuffle() == Shuffle::zigzag)
+        for (int c = 0; c <= (p.cp - 1) / 2; ++c) {
+          std::vector<int> pair{gpus[size_t(c)]};
+          if (p.cp - 1 - c != c) pair.push_back(gpus[size_t(p.cp - 1 - c)]);
+          shuffle_groups.back().push_back(b.add_group(pair, fmt::format("zz_d{}h{}c{}", d, h, c)));
+        }
     }
   for (int d = 0; d < p.dp; ++d)
     for (int c = 0; c < p.cp; ++c) head_groups.push_back(b.add_group(map.head_group(d, c), fmt::format("hp_d{}c{}", d, c)));
@@ -84,8 +92,16 @@ StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityM
   }
 }
 
-bool StepContext::shuffles() const {
-  return e.parallel.cp > 1 && (e.parallel.partition == Partition::stripe || e.parallel.partition == Partition::balanced);
+StepContext::Shuffle StepContext::shuffle() const {
+  const Parallel& p = e.parallel;
+  if (p.cp == 1 || p.shuffle == ShuffleMode::once) return Shuffle::none;
+  switch (p.partition) {
+    case Partition::stripe:
+    case Partition::balanced: return Shuffle::stripe;
+    case Partition::zigzag: return Shuffle::zigzag;
+    case Partition::contiguous: break;
+  }
+  return Shuffle::none;
 }
 
 std::vector<OpId> StepContext::collective(int group, OpKind k, int64_t bytes, schedule::Where where,

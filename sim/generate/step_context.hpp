@@ -24,6 +24,11 @@ using schedule::OpId;
 using RankDeps = std::vector<std::vector<OpId>>;  // per rank
 inline constexpr auto kPerLayer = schedule::Instances::per_layer;
 
+// The dtype of dK/dV on the wire and in the ring's accumulators (parallel.grad_comm_dtype).
+inline schedule::DType grad_dtype(const Experiment& e) {
+  return e.parallel.grad_comm_dtype == GradDtype::fp32 ? schedule::DType::fp32 : schedule::DType::bf16;
+}
+
 struct Coord {
   int d = 0, h = 0, c = 0;
 };
@@ -47,7 +52,13 @@ struct StepContext {
 
   int rank(int d, int h, int c) const { return map.gpu(d, h, c); }
   const RingLayout& layout(int d, int h) const { return layouts[size_t(d * e.parallel.hp + h)]; }
-  bool shuffles() const;   // stripe layouts are reached by an all-to-all in the context group
+  // How the ring's token order is reached inside every attention call
+  // (parallel.shuffle = per_call): stripe / balanced by an all-to-all in the
+  // context group, zigzag by an all-to-all in each pair {c, cp-1-c} (each rank
+  // swaps its second half with its pair's); nothing with shuffle = once.
+  enum class Shuffle { none, stripe, zigzag };
+  Shuffle shuffle() const;
+  bool shuffles() const { return shuffle() != Shuffle::none; }
   bool has_backward() const { return e.scope != Scope::attention_fwd; }
   // Local tokens of a rank before any exchange (batch included).
   int64_t local_tokens() const {
@@ -80,6 +91,7 @@ struct StepContext {
   std::vector<Coord> coord;         // per rank
   std::vector<RingLayout> layouts;  // per (d, h)
   std::vector<int> context_groups;  // per (d, h)
+  std::vector<std::vector<int>> shuffle_groups;  // per (d, h): the groups the shuffle's all-to-alls run in
   std::vector<int> head_groups;     // per (d, c)
   int world_group = -1;
   std::vector<RankStreams> streams;  // per rank

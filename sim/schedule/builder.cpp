@@ -74,6 +74,7 @@ OpId ScheduleBuilder::compute(int rank, int stream_id, OpKind kind, Where where,
   op.flops = cost.flops;
   op.blocks = cost.blocks;
   op.tokens = cost.tokens;
+  op.bytes = cost.bytes;
   op.deps = std::move(deps);
   return add_op(std::move(op));
 }

@@ -29,6 +29,7 @@ struct ComputeCost {
   double flops = 0.0;
   int64_t blocks = 0;
   int64_t tokens = 0;
+  int64_t bytes = 0;  // HBM traffic of a memory-bound op (costed as bytes over HBM bandwidth)
 };
 
 struct P2PSpec {

@@ -141,7 +141,7 @@ TEST_P(EveryGenerator, SparseBlocksEqualPairCostTotals) {
 INSTANTIATE_TEST_SUITE_P(Generators, EveryGenerator, ::testing::ValuesIn(kCases),
                          [](const auto& param_info) { return param_info.param.name; });
 
-TEST(RingGenerator, FourRankForwardHasFourComputesThreeSendsThreeRecvs) {
+TEST(RingGenerator, FourRankForwardHasFourComputesThreeMergesThreeSendsThreeRecvs) {
   auto e = small_experiment({"parallel.cp=4", "scope=attention_fwd"});
   auto g = testing::generate(e, testing::model_of(e, sparsity::HeadPattern::dense_causal()));
   EXPECT_EQ(g.s.generator, "contiguous-ring");
@@ -149,7 +149,8 @@ TEST(RingGenerator, FourRankForwardHasFourComputesThreeSendsThreeRecvs) {
     EXPECT_EQ(count(g.s, r, OpKind::attn_fwd), 4);
     EXPECT_EQ(count(g.s, r, OpKind::send), 3);
     EXPECT_EQ(count(g.s, r, OpKind::recv), 3);
-    EXPECT_EQ(int(std::count_if(g.s.ops.begin(), g.s.ops.end(), [&](const auto& o) { return o.rank == r; })), 10);
+    EXPECT_EQ(count(g.s, r, OpKind::elementwise), 3);  // the merges of steps 1..3
+    EXPECT_EQ(int(std::count_if(g.s.ops.begin(), g.s.ops.end(), [&](const auto& o) { return o.rank == r; })), 13);
   }
 }
 
@@ -187,8 +188,9 @@ TEST(RingGenerator, StripePartitionShufflesInAndOut) {
   auto e = small_experiment({"parallel.cp=4", "parallel.partition=stripe", "scope=attention_fwd"});
   auto g = testing::generate(e, testing::model_of(e, testing::vertical_slash_pattern()));
   EXPECT_EQ(g.s.generator, "stripe-ring");
-  for (int r = 0; r < 4; ++r) EXPECT_EQ(count(g.s, r, OpKind::all_to_all), 2);
-  auto dense = small_experiment({"parallel.cp=4", "parallel.partition=zigzag", "scope=attention_fwd"});
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(count(g.s, r, OpKind::all_to_all), 3);  // Q, K|V in; O out
+  auto dense = small_experiment({"parallel.cp=4", "parallel.partition=zigzag", "scope=attention_fwd",
+                                 "parallel.shuffle=once"});
   auto z = testing::generate(dense, testing::model_of(dense, sparsity::HeadPattern::dense_causal()));
   EXPECT_EQ(z.s.generator, "zigzag-ring");
   EXPECT_EQ(count(z.s, 0, OpKind::all_to_all), 0);

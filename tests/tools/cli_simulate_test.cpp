@@ -52,7 +52,8 @@ TEST(CliSimulate, EchoesTheResolvedExperimentAndUnusedGpus) {
   EXPECT_EQ(e.at("parallel"),
             nlohmann::json({{"dp", 1}, {"hp", 2}, {"cp", 2}, {"partition", "zigzag"}, {"stripe_tokens", 128},
                             {"ring", "double_ring"}, {"window", 2}, {"placement", "head_first"},
-                            {"checkpoint", "selective"}, {"zero_stage", 1}}));
+                            {"checkpoint", "selective"}, {"zero_stage", 1},
+                             {"shuffle", "per_call"}, {"grad_comm_dtype", "fp32"}, {"ring_order", "rank"}}));
   EXPECT_EQ(e.at("gpus_used"), 4);
   EXPECT_EQ(e.at("gpus_in_cluster"), 8);
   auto text = run_cli("simulate" + sets);

@@ -1,0 +1,38 @@
+// MTraining's online sparse-index building, as its code runs it
+// (minference/ops/op_utils/vertical_slash_utils.py: calc_index, convert_indices,
+// convert_blockmask): per layer, in every forward and every recomputation that
+// runs the attention, all of a head rank's heads at once, in every context group:
+//   broadcast of the last 64 queries from the rank that owns them;
+//   scores of those queries against the local keys;
+//   top-p only: all-gather of the row maxima, exp and row sums, all-gather of the sums;
+//   column sums (verticals) -> gather to context rank 0 -> top-k there -> broadcast;
+//   diagonal sums (slashes)  -> gather to context rank 0 -> top-k there -> broadcast;
+//   per rank: the index conversion (block mask of the slashes, vertical lists
+//   per query block) and the block-mask sort, whose work grows with
+//   (local tokens / 128)^2 x heads x ranks.
+// docs/generators.md ("Index building") says where every size comes from.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/generate/step_context.hpp"
+
+namespace rm::generate {
+
+// The sizes the index building works with, for one head rank's share.
+struct IndexSizes {
+  bool top_p = false;      // top-p selection (two all-gathers for a global softmax); else static top-k budgets
+  int64_t verticals = 0;   // selected verticals per head, padded to whole 128-token blocks
+  int64_t slashes = 0;     // selected slashes per head, likewise
+  int64_t blocks = 0;      // local query blocks of 128 tokens (= key blocks per ring step)
+};
+IndexSizes index_sizes(const Experiment& e);
+
+// The index building of one context group (d, h) for `layer` in `phase`
+// (forward or recompute); ready[r] in/out as everywhere.
+void emit_index_building(StepContext& ctx, int d, int h, schedule::Phase phase, int layer, RankDeps& ready);
+
+// p2p tag of the gathers to context rank 0.
+inline constexpr int64_t kTagIndexGather = 5;
+
+}  // namespace rm::generate
