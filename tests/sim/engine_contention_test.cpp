@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "sim/config/config_store.hpp"
+#include "sim/config/experiment.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/schedule/builder.hpp"
 #include "tests/support/engine_printers.hpp"
@@ -20,27 +21,30 @@ using schedule::StreamKind;
 constexpr double kPcie = 25e9 * 0.80;     // GPU <-> NIC
 constexpr double kNic = 200e9 / 8 * 0.85;  // HDR NIC <-> switch
 
+// A shipped cluster with `--set` edits, and the cost model an experiment on it
+// gets (only its links matter here).
 struct Env {
-  Cluster cluster;
+  Experiment e;
   topology::Topology topo;
   cost::CostModel model;
-  explicit Env(Cluster c) : cluster(std::move(c)), topo(cluster), model(cluster) {}
+  explicit Env(std::vector<std::string> sets)
+      : e(load(std::move(sets))), topo(e.cluster), model(cost::CostModel::for_experiment(e)) {}
+  static Experiment load(std::vector<std::string> sets) {
+    sets.push_back("parallel.cp=8");  // fits every cluster below
+    return load_experiment(ConfigStore(), "", sets);
+  }
 };
 
-// A shipped cluster with edits to its JSON.
-Cluster cluster(const std::string& name, const nlohmann::json& patch) {
-  auto c = ConfigStore().load("clusters", name, "test");
-  c.json.merge_patch(patch);
-  return parse_cluster(JsonReader(c.json, c.source));
+Env a100(std::vector<std::string> more = {}) {
+  more.insert(more.begin(), "cluster=a100-40g-4x8-hdr");
+  return Env(std::move(more));
 }
 
 // 4 nodes x 2 GPUs, a NIC per GPU, rail-optimised with one spine: every
 // inter-node flow between different local ranks crosses the spine.
-Cluster rails(double uplink_Gbps) {
-  return cluster("a100-80g-8x8-hdr", {{"nodes", 4},
-                                      {"gpus_per_node", 2},
-                                      {"nics_per_node", 2},
-                                      {"fabric", {{"spines", 1}, {"uplink_bandwidth_Gbps", uplink_Gbps}}}});
+Env rails(int uplink_Gbps) {
+  return Env({"cluster=a100-80g-8x8-hdr", "cluster.nodes=4", "cluster.gpus_per_node=2", "cluster.nics_per_node=2",
+              "cluster.fabric.spines=1", "cluster.fabric.uplink_bandwidth_Gbps=" + std::to_string(uplink_Gbps)});
 }
 
 bool share_a_link(const topology::Topology& t, std::vector<std::pair<int, int>> pairs) {
@@ -80,7 +84,7 @@ Fan fan(const std::vector<std::pair<int, int>>& gpu_pairs, const std::vector<int
 class Contention : public ::testing::TestWithParam<EngineKind> {};
 
 TEST_P(Contention, TwoFlowsThroughAnUplinkOfTwiceTheirRateAreNotSlowed) {
-  const Env env(rails(400));  // uplink 42.5 GB/s; each flow is PCIe-bound at 20 GB/s
+  const Env env = rails(400);  // uplink 42.5 GB/s; each flow is PCIe-bound at 20 GB/s
   const std::vector<std::pair<int, int>> pairs{{1, 2}, {3, 4}};
   ASSERT_TRUE(share_a_link(env.topo, pairs));
   const int64_t bytes = 400'000'000;
@@ -93,7 +97,7 @@ TEST_P(Contention, TwoFlowsThroughAnUplinkOfTwiceTheirRateAreNotSlowed) {
 }
 
 TEST_P(Contention, TwoFlowsFromOneGpuShareItsPcieLinkAndEndTogether) {
-  const Env env(cluster("a100-40g-4x8-hdr", nlohmann::json::object()));
+  const Env env = a100();
   const std::vector<std::pair<int, int>> pairs{{0, 8}, {0, 16}};
   const int64_t bytes = 200'000'000;
   const double lat = env.model.transfer_seconds(env.topo, 0, 8, 0);
@@ -109,7 +113,7 @@ TEST_P(Contention, ThreeFlowsOnOneNicShareItPiecewise) {
   // R = NIC rate. R/3 each until the first ends (B at R/3: 3B/R); R/2 each
   // until the second's last B is done (+2B/R); the third's last B then goes
   // alone, PCIe-bound (+B/kPcie).
-  const Env env(cluster("a100-40g-4x8-hdr", {{"nics_per_node", 1}}));
+  const Env env = a100({"cluster.nics_per_node=1"});
   const std::vector<std::pair<int, int>> pairs{{0, 8}, {1, 9}, {2, 10}};
   ASSERT_TRUE(share_a_link(env.topo, pairs));
   const double b = 100e6, lat = env.model.transfer_seconds(env.topo, 0, 8, 0);
@@ -120,26 +124,29 @@ TEST_P(Contention, ThreeFlowsOnOneNicShareItPiecewise) {
 }
 
 TEST_P(Contention, AFlowStartingWhenAnotherIsHalfDoneSharesTheRest) {
-  // GPU 0 sends A to GPU 8 at t = 0 and, after a compute op of c seconds, B to
-  // GPU 16, both 2 x kPcie x c bytes over GPU 0's PCIe link: A flows alone from
-  // lat to c + lat (half done), then both at kPcie / 2 until A ends at
-  // lat + 3c; B's other half then goes alone and ends at lat + 4c.
-  const Env env(cluster("a100-40g-4x8-hdr", nlohmann::json::object()));
+  // GPU 0 sends A to GPU 8 at t = 0 and, once a message from GPU 1 has arrived
+  // (d seconds, over NVSwitch links A does not use), B to GPU 16; both carry
+  // 2 x kPcie x d bytes over GPU 0's PCIe link. A flows alone from lat to
+  // d + lat (half done), then both at kPcie / 2 until A ends at lat + 3d; B's
+  // other half then goes alone and ends at lat + 4d.
+  const Env env = a100();
   schedule::ScheduleBuilder sb;
-  const int r0 = sb.add_rank(0), r8 = sb.add_rank(8), r16 = sb.add_rank(16);
-  const int compute = sb.add_stream(r0, StreamKind::compute);
+  const int r0 = sb.add_rank(0), r1 = sb.add_rank(1), r8 = sb.add_rank(8), r16 = sb.add_rank(16);
+  const int in = sb.add_stream(r0, StreamKind::comm_intra);
   const int comm_a = sb.add_stream(r0, StreamKind::comm_inter, "a"), comm_b = sb.add_stream(r0, StreamKind::comm_inter, "b");
-  sb.add_stream(r8, StreamKind::comm_inter), sb.add_stream(r16, StreamKind::comm_inter);
-  const auto work = sb.compute(r0, compute, OpKind::gemm, {}, {1e11, 0, 0});
-  const double c = env.model.compute_seconds(sb.peek().ops[static_cast<size_t>(work)]);
-  const auto bytes = static_cast<int64_t>(2 * kPcie * c);
+  sb.add_stream(r1, StreamKind::comm_intra), sb.add_stream(r8, StreamKind::comm_inter), sb.add_stream(r16, StreamKind::comm_inter);
+  const int64_t message = 24'000'000;
+  const double d = env.model.transfer_seconds(env.topo, 1, 0, double(message));
+  const auto bytes = static_cast<int64_t>(2 * kPcie * d);
+  const auto go = sb.p2p({r1, 0, r0, in, message, {}, 2});
   const auto a = sb.p2p({r0, comm_a, r8, 0, bytes, {}, 0});
   const auto bb = sb.p2p({r0, comm_b, r16, 0, bytes, {}, 1});
-  sb.add_dep(bb.send, work);
+  sb.add_dep(bb.send, go.recv);
   const auto tl = simulate(std::move(sb).build(), env.topo, env.model, GetParam());
-  const double lat = env.model.transfer_seconds(env.topo, 0, 8, 0), ex = double(bytes) / (2 * kPcie);
-  EXPECT_NEAR(event(tl, a.recv).end_s, lat + 3 * ex, (lat + 3 * c) * 1e-6);
-  EXPECT_NEAR(event(tl, bb.recv).end_s, lat + 4 * ex, (lat + 4 * c) * 1e-6);
+  const double lat = env.model.transfer_seconds(env.topo, 0, 8, 0), half = double(bytes) / (2 * kPcie);
+  ASSERT_NEAR(event(tl, go.recv).end_s, d, d * 1e-9);
+  EXPECT_NEAR(event(tl, a.recv).end_s, lat + 3 * half, (lat + 3 * half) * 1e-6);
+  EXPECT_NEAR(event(tl, bb.recv).end_s, lat + 4 * half, (lat + 4 * half) * 1e-6);
 }
 
 TEST_P(Contention, RingAllGatherAcrossAnOversubscribedSpine) {
@@ -149,7 +156,7 @@ TEST_P(Contention, RingAllGatherAcrossAnOversubscribedSpine) {
   // step the four cross hops start together (each waits for its own previous
   // send; the intra-node hop it forwards is long done), so each of the 7 steps
   // takes lat + chunk / (kNic / 4), chunk = bytes / 8.
-  const Env env(rails(200));
+  const Env env = rails(200);
   ASSERT_TRUE(share_a_link(env.topo, {{1, 2}, {3, 4}, {5, 6}, {7, 0}}));
   schedule::ScheduleBuilder b;
   std::vector<int> ranks;
