@@ -5,6 +5,7 @@
 #include <queue>
 
 #include "sim/engine/exec_plan.hpp"
+#include "sim/engine/flow_network.hpp"
 
 namespace rm::engine {
 
@@ -13,11 +14,21 @@ namespace {
 using schedule::Op;
 using schedule::OpId;
 
+// What an event does when its time comes.
+enum class Ev : uint8_t {
+  op_done,     // a = op
+  p2p_done,    // a = the op that started the pair, b = its partner
+  xfer_done,   // a = collective transfer index
+  activate,    // a = pending transfer whose route latency has passed: its bytes start to flow
+  flow_done,   // a = flow id; stale unless version is the flow's
+};
+
 struct Event {
   double t;
-  uint64_t seq;     // insertion order breaks ties: deterministic
-  int64_t id;       // op id, or transfer index
-  bool transfer;
+  uint64_t seq;  // insertion order breaks ties: deterministic
+  int64_t a, b;
+  uint32_t version;
+  Ev kind;
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -25,8 +36,20 @@ struct Event {
 struct RouteCost {
   const std::vector<int>* links = nullptr;
   double latency_s = 0;
-  double rate_Bps = 0;
   bool known = false;
+};
+
+// Who a transfer belongs to: a p2p pair (a = started op, b = partner) or a
+// collective's planned transfer (a = its index, b = -1).
+struct Owner {
+  int64_t a, b;
+};
+
+// A transfer in its route latency, before its bytes flow.
+struct Pending {
+  Owner owner{-1, -1};
+  double bytes = 0;
+  const RouteCost* route = nullptr;
 };
 
 // The analytic backend of the run driver: events ordered by (time, insertion
@@ -34,38 +57,50 @@ struct RouteCost {
 class Sim final : public schedule::RunBackend {
  public:
   Sim(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m)
-      : s_(s), t_(t), m_(m), p_(s, run, m), st_(run), driver_(run, *this) {
-    link_free_.assign(t.links().size(), 0.0);
+      : s_(s), t_(t), m_(m), p_(s, run, m), st_(run), driver_(run, *this), net_(capacities(t, m)) {
     routes_.resize(size_t(t.gpus()) * size_t(t.gpus()));
   }
 
   OpTimes run() {
     driver_.start();
     while (!queue_.empty()) {
-      Event e = queue_.top();
+      const Event e = queue_.top();
       queue_.pop();
+      if (e.kind == Ev::flow_done && e.version != net_.version(static_cast<int32_t>(e.a))) continue;  // rate changed since
       now_ = e.t;
-      if (e.transfer) xfer_done(e.id);
-      else op_done(e.id);
+      switch (e.kind) {
+        case Ev::op_done: op_done(e.a); break;
+        case Ev::p2p_done: op_done(e.a), op_done(e.b); break;
+        case Ev::xfer_done: xfer_done(e.a); break;
+        case Ev::activate: activate(e.a); break;
+        case Ev::flow_done: flow_done(static_cast<int32_t>(e.a)); break;
+      }
     }
     driver_.check_finished(s_);
     return std::move(st_.times);
   }
 
  private:
-  void push(double t, int64_t id, bool transfer) { queue_.push({t, seq_++, id, transfer}); }
+  static std::vector<double> capacities(const topology::Topology& t, const cost::CostModel& m) {
+    std::vector<double> c;
+    c.reserve(t.links().size());
+    for (const auto& l : t.links()) c.push_back(m.link_rate_Bps(l));
+    return c;
+  }
+
+  void push(double t, Ev kind, int64_t a, int64_t b = -1, uint32_t version = 0) {
+    queue_.push({t, seq_++, a, b, version, kind});
+  }
 
   void post(OpId id) override { st_.times.start[static_cast<size_t>(id)] = now_; }
 
-  void start_compute(OpId id) override { push(now_ + p_.compute_s[static_cast<size_t>(id)], id, false); }
+  void start_compute(OpId id) override { push(now_ + p_.compute_s[static_cast<size_t>(id)], Ev::op_done, id); }
 
   void start_p2p(OpId id, OpId partner) override {
     const Op& op = s_.ops[static_cast<size_t>(id)];
     const Op& send = op.kind == schedule::OpKind::send ? op : s_.ops[static_cast<size_t>(partner)];
-    const double end = transfer_end(p_.gpu_of_rank[static_cast<size_t>(send.rank)],
-                                    p_.gpu_of_rank[static_cast<size_t>(send.peer)], double(send.bytes), now_);
-    push(end, id, false);
-    push(end, partner, false);
+    start_transfer(p_.gpu_of_rank[static_cast<size_t>(send.rank)], p_.gpu_of_rank[static_cast<size_t>(send.peer)],
+                   double(send.bytes), {id, partner});
   }
 
   void start_collective(int64_t c) override {
@@ -73,7 +108,7 @@ class Sim final : public schedule::RunBackend {
     begin_call(s_, p_.run, c, run, st_.xfers);
     const auto& members = p_.run.match.calls[static_cast<size_t>(c)];
     for (size_t i = 0; i < members.size(); ++i)
-      if (run.member_left[i] == 0) push(now_, members[i], false);
+      if (run.member_left[i] == 0) push(now_, Ev::op_done, members[i]);
     for (size_t i = 0; i < run.plan.size(); ++i)
       if (st_.xfers[static_cast<size_t>(run.base) + i].deps_left == 0) start_xfer(run, run.base + int64_t(i));
   }
@@ -83,7 +118,60 @@ class Sim final : public schedule::RunBackend {
     const auto& members = p_.run.match.calls[static_cast<size_t>(st_.xfers[static_cast<size_t>(x)].call)];
     const int src = p_.gpu_of_rank[static_cast<size_t>(s_.ops[static_cast<size_t>(members[static_cast<size_t>(pt.src)])].rank)];
     const int dst = p_.gpu_of_rank[static_cast<size_t>(s_.ops[static_cast<size_t>(members[static_cast<size_t>(pt.dst)])].rank)];
-    push(transfer_end(src, dst, pt.bytes, now_), x, true);
+    start_transfer(src, dst, pt.bytes, {x, -1});
+  }
+
+  // A transfer first waits out its route's latency, then its bytes flow at the
+  // max-min fair rate of the FlowNetwork (analytic.hpp). Alone on its route it
+  // takes latency + bytes / (slowest link rate) = CostModel::transfer_seconds.
+  // Between ranks on one GPU it is a local copy, shared with nothing.
+  void start_transfer(int src, int dst, double bytes, Owner owner) {
+    const RouteCost& rc = route(src, dst);
+    if (rc.links->empty()) {
+      push(now_ + bytes / m_.local_copy_rate_Bps(), owner.b >= 0 ? Ev::p2p_done : Ev::xfer_done, owner.a, owner.b);
+      return;
+    }
+    if (rc.latency_s > 0) {
+      int64_t slot;
+      if (free_pending_.empty()) {
+        slot = static_cast<int64_t>(pending_.size());
+        pending_.emplace_back();
+      } else {
+        slot = free_pending_.back();
+        free_pending_.pop_back();
+      }
+      pending_[static_cast<size_t>(slot)] = {owner, bytes, &rc};
+      push(now_ + rc.latency_s, Ev::activate, slot);
+      return;
+    }
+    begin_flow(rc, bytes, owner);
+  }
+
+  // Latency passed: the bytes enter the network.
+  void activate(int64_t slot) {
+    const Pending p = pending_[static_cast<size_t>(slot)];
+    free_pending_.push_back(slot);
+    begin_flow(*p.route, p.bytes, p.owner);
+  }
+
+  void begin_flow(const RouteCost& rc, double bytes, Owner owner) {
+    const int32_t f = net_.start(*rc.links, bytes, now_);
+    if (static_cast<size_t>(f) >= owners_.size()) owners_.resize(static_cast<size_t>(f) + 1);
+    owners_[static_cast<size_t>(f)] = owner;
+    reschedule();
+  }
+
+  void flow_done(int32_t f) {
+    const Owner o = owners_[static_cast<size_t>(f)];
+    net_.finish(f, now_);
+    reschedule();
+    if (o.b >= 0) op_done(o.a), op_done(o.b);
+    else xfer_done(o.a);
+  }
+
+  // Queue the new end of every flow whose rate the last start/finish changed.
+  void reschedule() {
+    for (int32_t g : net_.rescheduled()) push(net_.end_time(g), Ev::flow_done, g, -1, net_.version(g));
   }
 
   void xfer_done(int64_t x) {
@@ -105,26 +193,15 @@ class Sim final : public schedule::RunBackend {
     driver_.complete(id);
   }
 
-  // FIFO link reservation (analytic.hpp): wait for every link of the route,
-  // hold them for bytes / rate, arrive one latency later.
-  double transfer_end(int src, int dst, double bytes, double now) {
+  const RouteCost& route(int src, int dst) {
     RouteCost& rc = routes_[size_t(src) * size_t(t_.gpus()) + size_t(dst)];
     if (!rc.known) {
       const topology::Route& r = t_.route(src, dst);
       rc.links = &r.links;
-      rc.rate_Bps = r.links.empty() ? m_.local_copy_rate_Bps() : std::numeric_limits<double>::infinity();
-      for (int l : r.links) {
-        const topology::Link& link = t_.links()[static_cast<size_t>(l)];
-        rc.rate_Bps = std::min(rc.rate_Bps, m_.link_rate_Bps(link));
-        rc.latency_s += m_.link_latency_s(link);
-      }
+      for (int l : r.links) rc.latency_s += m_.link_latency_s(t_.links()[static_cast<size_t>(l)]);
       rc.known = true;
     }
-    double begin = now;
-    for (int l : *rc.links) begin = std::max(begin, link_free_[static_cast<size_t>(l)]);
-    const double hold = bytes / rc.rate_Bps;
-    for (int l : *rc.links) link_free_[static_cast<size_t>(l)] = begin + hold;
-    return begin + hold + rc.latency_s;
+    return rc;
   }
 
   const schedule::Schedule& s_;
@@ -133,9 +210,12 @@ class Sim final : public schedule::RunBackend {
   ExecPlan p_;
   RunState st_;
   schedule::RunDriver driver_;
+  FlowNetwork net_;
   double now_ = 0;
-  std::vector<double> link_free_;
   std::vector<RouteCost> routes_;
+  std::vector<Owner> owners_;  // per flow id
+  std::vector<Pending> pending_;
+  std::vector<int64_t> free_pending_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   uint64_t seq_ = 0;
 };

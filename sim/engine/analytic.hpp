@@ -1,14 +1,14 @@
 // The analytic engine: a discrete-event list scheduler over the op DAG, for
 // sweeps and search (millions of ops per wall second).
 // Model: each stream is a serial resource (engine.hpp gives the op semantics).
-// Each directed link is a FIFO resource: a transfer, once ready, waits until
-// every link of its route is free, then holds them all for bytes / (the
-// route's slowest effective rate) and ends one route latency later. Transfers
-// are admitted in order of their ready time (ties: event order), so sharing
-// is first-come-first-served rather than SimGrid's fair share: on a shared
-// link the total time matches, but the first flow ends earlier than it would
-// under fair sharing. Contention-free, a transfer takes exactly
-// CostModel::transfer_seconds, as in SimGrid.
+// Links are shared as SimGrid shares them: a transfer first waits out its
+// route's latency, then its bytes flow over every link of the route at the
+// max-min fair rate (progressive filling) among the flows in flight, each
+// directed link carrying CostModel::link_rate_Bps (flow_network.hpp). Rates
+// are recomputed only for the flows that share links with one that starts or
+// ends. Alone on its route, a transfer takes exactly
+// CostModel::transfer_seconds; between ranks on one GPU it is a local copy
+// shared with nothing.
 #pragma once
 
 #include "sim/engine/engine.hpp"

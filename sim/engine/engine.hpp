@@ -4,7 +4,7 @@
 // send/recv pair ends when its transfer ends; a collective runs as the
 // CostModel's transfer plan, and each member ends when its last transfer
 // (sent or received) ends.
-//   analytic — a discrete-event list scheduler, links serialised (analytic.hpp);
+//   analytic — a discrete-event list scheduler, links shared max-min fairly (analytic.hpp);
 //   simgrid  — SimGrid 3.32 S4U with max-min fair link sharing, run in a
 //              forked child process (simgrid_engine.hpp).
 // Both are deterministic: the same input gives the same Timeline, byte for byte.
