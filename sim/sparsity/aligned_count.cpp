@@ -84,22 +84,15 @@ AlignedLayout aligned_layout(BlockOwners q, BlockOwners k, BlockShape s) {
   return out;
 }
 
-std::vector<TileCost> aligned_costs(const HeadPattern& p, const AlignedLayout& layout, BlockShape s) {
+void add_relative_blocks(const AlignedLayout& layout, int64_t r, const std::vector<int64_t>& offset,
+                         const std::vector<int64_t>& pairs, std::vector<TileCost>& out) {
   const BlockOwners& qo = layout.q;
   const BlockOwners& ko = layout.k;
-  const int64_t r = s.bq / s.bk;
   const auto nq = static_cast<int64_t>(qo.owner.size());
-  const int64_t nk = nq * r, n_tokens = nq * s.bq;
+  const int64_t nk = nq * r;
   const int wk = ko.owners;
-  std::vector<TileCost> out(static_cast<size_t>(qo.owners) * static_cast<size_t>(wk));
   auto at = [&](int a, int b) -> TileCost& { return out[static_cast<size_t>(a) * static_cast<size_t>(wk) + static_cast<size_t>(b)]; };
   auto kown = [&](int64_t j) { return ko.owner[static_cast<size_t>(j)]; };
-  auto qown = [&](int64_t i) { return qo.owner[static_cast<size_t>(i)]; };
-
-  const IntervalSet verticals = p.verticals().clipped(0, n_tokens);
-  const IntervalSet slashes = p.slashes().clipped(0, n_tokens);
-  const std::vector<ColumnBlock> cb = column_blocks(verticals, s.bk);
-  const RelativeBlocks rel = relative_slash_blocks(slashes, s, nk, true);
 
   // Key owners of SB(i): periodic ownership reads a residue histogram of the
   // offsets already in range (j' <= i*r), O(period) per row; otherwise prefix
@@ -111,14 +104,14 @@ std::vector<TileCost> aligned_costs(const HeadPattern& p, const AlignedLayout& l
   // segment, no period): walk R's runs of consecutive offsets instead, each
   // over the segments its key blocks span, when that is cheaper per row.
   std::vector<Interval> rruns;  // j' in [lo, hi)
-  for (int64_t j : rel.offset) {
+  for (int64_t j : offset) {
     if (!rruns.empty() && rruns.back().hi == j) ++rruns.back().hi;
     else rruns.push_back({j, j + 1});
   }
   int64_t owned = 0;
   for (const auto& sg : segs) owned += sg.end - sg.begin;
   const double mean_seg = segs.empty() ? 1.0 : static_cast<double>(owned) / static_cast<double>(segs.size());
-  const bool walk = !periodic && 2.0 * static_cast<double>(rruns.size()) + static_cast<double>(rel.offset.size()) / mean_seg <
+  const bool walk = !periodic && 2.0 * static_cast<double>(rruns.size()) + static_cast<double>(offset.size()) / mean_seg <
                                      static_cast<double>(segs.size());
   std::vector<size_t> first_seg;  // first segment with end > key block x, x in [0, nk]
   if (walk) {
@@ -136,9 +129,9 @@ std::vector<TileCost> aligned_costs(const HeadPattern& p, const AlignedLayout& l
   } else {  // prefix over index j' + r - 1
     pre_blocks.assign(static_cast<size_t>(nk + r), 0);
     pre_pairs.assign(static_cast<size_t>(nk + r), 0);
-    for (size_t e = 0; e < rel.offset.size(); ++e) {
-      pre_blocks[static_cast<size_t>(rel.offset[e] + r)] += 1;
-      pre_pairs[static_cast<size_t>(rel.offset[e] + r)] += rel.pairs[e];
+    for (size_t e = 0; e < offset.size(); ++e) {
+      pre_blocks[static_cast<size_t>(offset[e] + r)] += 1;
+      pre_pairs[static_cast<size_t>(offset[e] + r)] += pairs[e];
     }
     for (size_t x = 1; x < pre_blocks.size(); ++x) {
       pre_blocks[x] += pre_blocks[x - 1];
@@ -146,30 +139,16 @@ std::vector<TileCost> aligned_costs(const HeadPattern& p, const AlignedLayout& l
     }
   }
 
-  std::vector<int64_t> seen_blocks(static_cast<size_t>(wk), 0);  // vertical blocks j < (i+1)r per owner
-  std::vector<int64_t> seen_cols(static_cast<size_t>(wk), 0);    // verticals in blocks j < ir per owner
-  size_t next_block = 0, next_col = 0, next_rel = 0;  // into cb: blocks < (i+1)r, blocks < ir; into rel
+  size_t next_rel = 0;
   for (int64_t i = 0; i < nq; ++i) {
     const int64_t ir = i * r;
-    for (; next_col < cb.size() && cb[next_col].block < ir; ++next_col)
-      if (int o = kown(cb[next_col].block); o >= 0) seen_cols[static_cast<size_t>(o)] += cb[next_col].count;
-    for (; next_block < cb.size() && cb[next_block].block < ir + r; ++next_block)
-      if (int o = kown(cb[next_block].block); o >= 0) seen_blocks[static_cast<size_t>(o)] += 1;
     if (periodic)
-      for (; next_rel < rel.offset.size() && rel.offset[next_rel] <= ir; ++next_rel) {
-        hist_blocks[static_cast<size_t>(mod(rel.offset[next_rel], period))] += 1;
-        hist_pairs[static_cast<size_t>(mod(rel.offset[next_rel], period))] += rel.pairs[next_rel];
+      for (; next_rel < offset.size() && offset[next_rel] <= ir; ++next_rel) {
+        hist_blocks[static_cast<size_t>(mod(offset[next_rel], period))] += 1;
+        hist_pairs[static_cast<size_t>(mod(offset[next_rel], period))] += pairs[next_rel];
       }
-    const int pq = qown(i);
+    const int pq = qo.owner[static_cast<size_t>(i)];
     if (pq < 0) continue;
-    // Verticals: whole columns before the query block, a triangle inside it.
-    for (int o = 0; o < wk; ++o) {
-      at(pq, o).blocks += seen_blocks[static_cast<size_t>(o)];
-      at(pq, o).nnz += s.bq * seen_cols[static_cast<size_t>(o)];
-    }
-    for (size_t c = next_col; c < next_block; ++c)  // column blocks inside the query block
-      if (int o = kown(cb[c].block); o >= 0) at(pq, o).nnz += cb[c].count * (i + 1) * s.bq - cb[c].sum;
-    // Slashes.
     if (periodic) {
       for (int64_t c = 0; c < period; ++c) {
         if (hist_blocks[static_cast<size_t>(c)] == 0) continue;
@@ -194,6 +173,45 @@ std::vector<TileCost> aligned_costs(const HeadPattern& p, const AlignedLayout& l
                                      pre_pairs[static_cast<size_t>(hi)] - pre_pairs[static_cast<size_t>(lo)]};
       }
     }
+  }
+}
+
+std::vector<TileCost> aligned_costs(const HeadPattern& p, const AlignedLayout& layout, BlockShape s) {
+  const BlockOwners& qo = layout.q;
+  const BlockOwners& ko = layout.k;
+  const int64_t r = s.bq / s.bk;
+  const auto nq = static_cast<int64_t>(qo.owner.size());
+  const int64_t nk = nq * r, n_tokens = nq * s.bq;
+  const int wk = ko.owners;
+  std::vector<TileCost> out(static_cast<size_t>(qo.owners) * static_cast<size_t>(wk));
+  auto at = [&](int a, int b) -> TileCost& { return out[static_cast<size_t>(a) * static_cast<size_t>(wk) + static_cast<size_t>(b)]; };
+  auto kown = [&](int64_t j) { return ko.owner[static_cast<size_t>(j)]; };
+  auto qown = [&](int64_t i) { return qo.owner[static_cast<size_t>(i)]; };
+
+  const IntervalSet verticals = p.verticals().clipped(0, n_tokens);
+  const IntervalSet slashes = p.slashes().clipped(0, n_tokens);
+  const std::vector<ColumnBlock> cb = column_blocks(verticals, s.bk);
+  const RelativeBlocks rel = relative_slash_blocks(slashes, s, nk, true);
+  add_relative_blocks(layout, r, rel.offset, rel.pairs, out);
+
+  std::vector<int64_t> seen_blocks(static_cast<size_t>(wk), 0);  // vertical blocks j < (i+1)r per owner
+  std::vector<int64_t> seen_cols(static_cast<size_t>(wk), 0);    // verticals in blocks j < ir per owner
+  size_t next_block = 0, next_col = 0;  // into cb: blocks < (i+1)r, blocks < ir
+  for (int64_t i = 0; i < nq; ++i) {
+    const int64_t ir = i * r;
+    for (; next_col < cb.size() && cb[next_col].block < ir; ++next_col)
+      if (int o = kown(cb[next_col].block); o >= 0) seen_cols[static_cast<size_t>(o)] += cb[next_col].count;
+    for (; next_block < cb.size() && cb[next_block].block < ir + r; ++next_block)
+      if (int o = kown(cb[next_block].block); o >= 0) seen_blocks[static_cast<size_t>(o)] += 1;
+    const int pq = qown(i);
+    if (pq < 0 || cb.empty()) continue;
+    // Verticals: whole columns before the query block, a triangle inside it.
+    for (int o = 0; o < wk; ++o) {
+      at(pq, o).blocks += seen_blocks[static_cast<size_t>(o)];
+      at(pq, o).nnz += s.bq * seen_cols[static_cast<size_t>(o)];
+    }
+    for (size_t c = next_col; c < next_block; ++c)  // column blocks inside the query block
+      if (int o = kown(cb[c].block); o >= 0) at(pq, o).nnz += cb[c].count * (i + 1) * s.bq - cb[c].sum;
   }
 
   // Blocks that are both: vertical block j in SB(i) for i = (j + j')/r.

@@ -29,6 +29,13 @@ struct AlignedLayout {
 };
 AlignedLayout aligned_layout(BlockOwners q, BlockOwners k, BlockShape s);  // pads both to one token range
 
+// For every query block i and relative key block j' = offset[e] (key block
+// i·r - j' >= 0; offsets sorted, >= -(r-1)), adds TileCost{1, pairs[e]} to
+// out[q owner * k.owners + k owner]: the owner-split sweep both the token-unit
+// path and the block-unit path (block_count.hpp) count with.
+void add_relative_blocks(const AlignedLayout& layout, int64_t r, const std::vector<int64_t>& offset,
+                         const std::vector<int64_t>& pairs, std::vector<TileCost>& out);
+
 // Returns q.owners x k.owners costs.
 std::vector<TileCost> aligned_costs(const HeadPattern& p, const AlignedLayout& layout, BlockShape s);
 

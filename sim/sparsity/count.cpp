@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "sim/sparsity/aligned_count.hpp"
+#include "sim/sparsity/block_count.hpp"
 #include "sim/sparsity/block_owners.hpp"
 #include "sim/sparsity/general_count.hpp"
 
@@ -39,12 +40,14 @@ const AlignedLayout* aligned_owners(const HeadPattern& p, const std::vector<Toke
 
 TileCost count(const HeadPattern& p, const TokenSet& q, const TokenSet& k, BlockShape shape) {
   check_shape(shape);
+  if (block_unit(p)) return block_costs(p, {q}, {k}, shape)[0];
   if (auto own = aligned_owners(p, {q}, {k}, shape)) return aligned_costs(p, *own, shape)[0];
   return general_count(p, cut_tiles(q, shape.bq), cut_tiles(k, shape.bk));
 }
 
 std::vector<TileCost> pair_costs(const HeadPattern& p, const std::vector<TokenSet>& ranks, BlockShape shape) {
   check_shape(shape);
+  if (block_unit(p)) return block_costs(p, ranks, ranks, shape);
   if (auto own = aligned_owners(p, ranks, ranks, shape)) return aligned_costs(p, *own, shape);
   std::vector<std::vector<Tile>> qt, kt;
   for (const auto& r : ranks) {
@@ -67,6 +70,7 @@ std::vector<TileCost> chunk_row_costs(const HeadPattern& p, int64_t seq_len, int
   std::vector<TokenSet> rows;
   for (int64_t c = 0; c < chunks; ++c)
     rows.push_back(TokenSet{{{c * chunk_tokens, std::min(chunk_tokens, seq_len - c * chunk_tokens), 0, 1}}});
+  if (block_unit(p)) return block_costs(p, rows, {all}, shape);
   if (auto own = aligned_owners(p, rows, {all}, shape)) return aligned_costs(p, *own, shape);
   const auto keys = cut_tiles(all, shape.bk);
   std::vector<TileCost> out;

@@ -23,11 +23,17 @@ HeadPattern HeadPattern::dense_causal() {
   return p;
 }
 
-HeadPattern HeadPattern::vertical_slash(IntervalSet verticals, IntervalSet slashes) {
+HeadPattern HeadPattern::vertical_slash(IntervalSet verticals, IntervalSet slash_offsets, int64_t block_tokens) {
+  if (block_tokens < 1) throw std::invalid_argument("vertical_slash: block_tokens must be >= 1");
   HeadPattern p;
   p.kind_ = PatternKind::vertical_slash;
+  p.unit_ = block_tokens;
   p.verticals_ = verticals.clipped(0, kUnbounded);
-  p.slashes_ = slashes.clipped(0, kUnbounded);  // negative offsets are never causal
+  p.offsets_ = slash_offsets.clipped(0, kUnbounded);  // negative offsets are never causal
+  // Offsets [lo, hi) cross block diagonals floor(lo/u) .. ceil((hi-1)/u).
+  std::vector<Interval> diags;
+  for (const auto& d : p.offsets_.intervals()) diags.push_back({d.lo / block_tokens, (d.hi - 1 + block_tokens - 1) / block_tokens + 1});
+  p.slashes_ = IntervalSet(std::move(diags));
   return p;
 }
 

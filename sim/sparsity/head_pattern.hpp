@@ -2,9 +2,11 @@
 // exactly without materialising S x S. Every kind is one predicate:
 //   allowed(q, k) = k <= q  and  same document  and
 //                   (k in verticals  or  floor(q/u) - floor(k/u) in slashes)
-// with slash unit u = 1 (token diagonals, vertical-slash style) or u = block
-// size (block diagonals, block-sparse). Dense causal is "every offset", a
-// sliding window offsets [0, w), A-shape adds sink columns.
+// with slash unit u = 1 (token diagonals: dense, sliding window, A-shape) or
+// u = a block (block diagonals). Vertical-slash heads are held as the sparse
+// kernel executes them (MTraining's and kernels/): a slash offset d selects
+// every u-block pair it crosses, |d - (qb - kb)·u| < u, so slashes() holds
+// block diagonals and slash_offsets() the token offsets they came from.
 #pragma once
 
 #include <cstdint>
@@ -15,14 +17,18 @@
 
 namespace rm::sparsity {
 
+// The sparse kernels' index block: MTraining's 128-token granularity, kernels::kIndexBlock.
+inline constexpr int64_t kSlashBlock = 128;
+
 enum class PatternKind { dense_causal, vertical_slash, block_sparse, sliding_window, a_shape, document_causal };
 std::string to_string(PatternKind k);
 
 class HeadPattern {
  public:
   static HeadPattern dense_causal();
-  // verticals: key token positions; slashes: offsets q - k >= 0.
-  static HeadPattern vertical_slash(IntervalSet verticals, IntervalSet slashes);
+  // verticals: key token positions; slash_offsets: offsets q - k >= 0, made
+  // block diagonals of block_tokens (the kernel's index block; tests use small ones).
+  static HeadPattern vertical_slash(IntervalSet verticals, IntervalSet slash_offsets, int64_t block_tokens = kSlashBlock);
   static HeadPattern sliding_window(int64_t window_tokens);
   static HeadPattern a_shape(int64_t sink_tokens, int64_t window_tokens);
   // Columns and diagonals counted in blocks of block_tokens (both sides).
@@ -33,6 +39,7 @@ class HeadPattern {
   PatternKind kind() const { return kind_; }
   const IntervalSet& verticals() const { return verticals_; }
   const IntervalSet& slashes() const { return slashes_; }
+  const IntervalSet& slash_offsets() const { return offsets_; }  // vertical_slash: the token offsets
   int64_t slash_unit() const { return unit_; }
   const std::vector<int64_t>& doc_starts() const { return docs_; }  // empty: one document
   bool allowed(int64_t q, int64_t k) const;
@@ -41,6 +48,7 @@ class HeadPattern {
   PatternKind kind_ = PatternKind::dense_causal;
   IntervalSet verticals_;
   IntervalSet slashes_;
+  IntervalSet offsets_;
   int64_t unit_ = 1;
   std::vector<int64_t> docs_;
 };

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/sparsity/aligned_count.hpp"
+#include "sim/sparsity/count.hpp"
 
 namespace rm::sparsity {
 
@@ -60,7 +61,7 @@ HeadPattern density_head(Rng& rng, const VsShape& s, double target_density, doub
   };
   auto density = [&](int64_t n) {
     auto [nv, nd] = split(n);
-    return static_cast<double>(aligned_total_blocks(assemble(s, v, nv, d, nd), n_tokens, kReportShape)) / causal;
+    return static_cast<double>(chunk_row_costs(assemble(s, v, nv, d, nd), n_tokens, n_tokens, kReportShape)[0].blocks) / causal;
   };
   int64_t lo = 0, hi = static_cast<int64_t>(v.size() + d.size()) * 2 + 2;
   if (density(lo) >= target_density) hi = lo;

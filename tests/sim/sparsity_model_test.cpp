@@ -60,7 +60,7 @@ TEST(SparsityModel, TopPProfileMeetsItsLayerTargets) {
   EXPECT_NEAR(mean, 0.95, 0.01);
   for (int h = 0; h < 4; ++h) {
     EXPECT_LE(m.head(0, h).verticals().size(), 4096);
-    EXPECT_LE(m.head(0, h).slashes().size(), 4096);
+    EXPECT_LE(m.head(0, h).slash_offsets().size(), 4096);
   }
 }
 
@@ -78,7 +78,7 @@ TEST(SparsityModel, StaticBudgetsAreDealtExactlyOverQwenHeads) {
   const auto m = load("qwen2.5-3b-static", {36, 16, 2, 64 * 1024, 1, ""});
   std::map<std::pair<int64_t, int64_t>, int> seen;
   for (int l = 0; l < 36; ++l)
-    for (int h = 0; h < 16; ++h) ++seen[{m.head(l, h).verticals().size(), m.head(l, h).slashes().size()}];
+    for (int h = 0; h < 16; ++h) ++seen[{m.head(l, h).verticals().size(), m.head(l, h).slash_offsets().size()}];
   const std::map<std::pair<int64_t, int64_t>, int> want{{{1000, 6096}, 310}, {{3500, 100}, 107}, {{30, 800}, 96},
                                                          {{100, 800}, 44},   {{500, 700}, 17},   {{100, 750}, 2}};
   EXPECT_EQ(seen, want);
@@ -121,8 +121,9 @@ TEST(SparsityModel, IndexFileLoadsAndChecksItsShape) {
   const nlohmann::json spec{{"kind", "vertical_slash"}, {"index_file", "idx.json"}, {"sink_tokens", 0}, {"local_diagonals", 0}};
   const auto m = build_sparsity(spec, "p.json", {1, 2, 1, 4096, 1, dir.string()});
   EXPECT_EQ(m.head(0, 0).verticals(), IntervalSet::from_points({5, 7}));
-  EXPECT_EQ(m.head(0, 0).slashes(), IntervalSet::from_points({0, 300}));  // 9000 >= seq_len is dropped
-  EXPECT_EQ(m.head(0, 1).slashes(), IntervalSet::from_points({1}));
+  EXPECT_EQ(m.head(0, 0).slash_offsets(), IntervalSet::from_points({0, 300}));  // 9000 >= seq_len is dropped
+  EXPECT_EQ(m.head(0, 1).slash_offsets(), IntervalSet::from_points({1}));
+  EXPECT_EQ(m.head(0, 0).slashes(), IntervalSet::from_points({0, 2, 3}));  // block diagonals crossed (128-token blocks)
   const std::string err = [&] {
     try {
       build_sparsity(spec, "p.json", {2, 2, 1, 4096, 1, dir.string()});

@@ -5,6 +5,9 @@
 // (128-token query chunks against all keys: the balanced partition's input)
 // and pair_costs under that balanced partition, on one core.
 //   bench_sparsity [pattern.json] [--seq-len N] [--ranks W]
+// With --vs-partitions: every partition (contiguous, zigzag, stripe of 1, 64,
+// 100, 128, 256 tokens, balanced) of the shipped vertical-slash patterns at
+// --seq-len (default 1M) x --ranks (default 64), each case timed.
 #include <chrono>
 #include <cstdint>
 #include <ctime>
@@ -12,6 +15,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "sim/config/embedded_configs.hpp"
 #include "sim/config/json_reader.hpp"
@@ -35,10 +40,52 @@ struct Timer {
   }
 };
 
-nlohmann::json default_pattern() {
+nlohmann::json embedded_pattern(const std::string& name) {
+  const std::string path = "patterns/" + name + ".json";
   for (const auto& c : rm::embedded_configs())
-    if (c.path == "patterns/topp-synthetic.json") return rm::parse_json_text(c.text, "patterns/topp-synthetic.json");
-  throw std::runtime_error("patterns/topp-synthetic.json is not embedded");
+    if (c.path == path) return rm::parse_json_text(c.text, path);
+  throw std::runtime_error(path + " is not embedded");
+}
+
+nlohmann::json default_pattern() { return embedded_pattern("topp-synthetic"); }
+
+// pair_costs of every head against `ranks`, with a progress line on a terminal.
+void all_heads(const SparsityModel& model, const std::vector<TokenSet>& ranks, const char* what) {
+  const bool tty = isatty(STDERR_FILENO);
+  int64_t blocks = 0;
+  Timer t;
+  for (int l = 0; l < model.layers(); ++l) {
+    if (tty) std::fprintf(stderr, "\r  %s: layer %d/%d", what, l + 1, model.layers());
+    for (int h = 0; h < model.heads(); ++h)
+      for (const auto& c : pair_costs(model.head(l, h), ranks, {})) blocks += c.blocks;
+  }
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  std::printf("  %-30s %s  (blocks %lld)\n", what, t.str().c_str(), static_cast<long long>(blocks));
+}
+
+// Section 6 of issue 8: every partition of the vertical-slash patterns.
+void vertical_slash_partitions(int64_t seq_len, int w) {
+  for (const char* name : {"topp-synthetic", "qwen2.5-3b-static"}) {
+    Timer build;
+    const SparsityModel model = build_sparsity(embedded_pattern(name), name, {36, 16, 2, seq_len, 1, ""});
+    std::printf("%s, %d x %d heads, %lld tokens, W = %d (build_sparsity %s):\n", name, model.layers(), model.heads(),
+                static_cast<long long>(seq_len), w, build.str().c_str());
+    all_heads(model, rm::placement::simple_partition(rm::Partition::contiguous, seq_len, w, 128), "contiguous");
+    all_heads(model, rm::placement::simple_partition(rm::Partition::zigzag, seq_len, w, 128), "zigzag");
+    for (int64_t g : {1, 64, 100, 128, 256}) {
+      // Stripes must tile the sequence: a 100-token stripe uses the largest multiple of W x 100 tokens.
+      const int64_t n = seq_len / (w * g) * (w * g);
+      const std::string what = "stripe " + std::to_string(g) + (n == seq_len ? "" : " (" + std::to_string(n) + " tokens)");
+      all_heads(model, rm::placement::simple_partition(rm::Partition::stripe, n, w, g), what.c_str());
+    }
+    Timer t;
+    std::vector<double> work(static_cast<size_t>(seq_len / 128), 0.0);
+    for (int l = 0; l < model.layers(); ++l)
+      for (int h = 0; h < model.heads(); ++h)
+        for (size_t i = 0; const auto& c : chunk_row_costs(model.head(l, h), seq_len, 128, {})) work[i++] += double(c.blocks);
+    std::printf("  %-30s %s  (chunk_row_costs, the balanced partition's input)\n", "balanced", t.str().c_str());
+    all_heads(model, rm::placement::periodic_partition(seq_len, w, 128, rm::placement::balance_periods(work, w)), "balanced");
+  }
 }
 
 }  // namespace
@@ -47,12 +94,18 @@ int main(int argc, char** argv) {
   int64_t seq_len = 524288;
   int w = 32;
   std::string file;
+  bool partitions = false, sized = false, ranked = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--seq-len") && i + 1 < argc) seq_len = std::stoll(argv[++i]);
-    else if (!std::strcmp(argv[i], "--ranks") && i + 1 < argc) w = std::stoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--seq-len") && i + 1 < argc) seq_len = std::stoll(argv[++i]), sized = true;
+    else if (!std::strcmp(argv[i], "--ranks") && i + 1 < argc) w = std::stoi(argv[++i]), ranked = true;
+    else if (!std::strcmp(argv[i], "--vs-partitions")) partitions = true;
     else file = argv[i];
   }
   try {
+    if (partitions) {
+      vertical_slash_partitions(sized ? seq_len : 1 << 20, ranked ? w : 64);
+      return 0;
+    }
     const auto spec = file.empty() ? default_pattern() : rm::read_json_file(file);
     const PatternContext ctx{36, 16, 2, seq_len, 1, ""};
     Timer build;

@@ -1,0 +1,316 @@
+#include "sim/sparsity/block_count.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "sim/sparsity/aligned_count.hpp"
+#include "sim/sparsity/pair_count.hpp"
+
+namespace rm::sparsity {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool selected(const HeadPattern& p, int64_t qb, int64_t kb) {
+  const int64_t u = p.slash_unit();
+  return p.slashes().contains(qb - kb) || (p.kind() == PatternKind::block_sparse && p.verticals().contains(kb * u));
+}
+
+// ---- general path ----------------------------------------------------------
+
+struct Piece {
+  int64_t block = 0;
+  int64_t first = 0, last = 0;    // smallest and largest token
+  std::vector<Interval> ranges;  // global ranges, local order
+};
+
+// Runs of <= limit consecutive local rows inside one u-block.
+std::vector<Piece> cut_pieces(const TokenSet& t, int64_t u, int64_t limit) {
+  std::vector<Piece> out;
+  int64_t rows = 0;
+  for (int64_t x : t.tokens()) {
+    if (out.empty() || out.back().block != x / u || rows == limit) {
+      out.push_back({x / u, x, x, {}});
+      rows = 0;
+    }
+    Piece& pc = out.back();
+    if (!pc.ranges.empty() && pc.ranges.back().hi == x) ++pc.ranges.back().hi;
+    else pc.ranges.push_back({x, x + 1});
+    pc.first = std::min(pc.first, x);
+    pc.last = std::max(pc.last, x);
+    ++rows;
+  }
+  return out;
+}
+
+TileCost general_pair(const HeadPattern& p, const std::vector<Piece>& segs, const std::vector<Piece>& chunks,
+                      const std::vector<int64_t>& key_verticals, int64_t bk) {
+  TileCost c;
+  for (const auto& sg : segs) {
+    for (const auto& ch : chunks) {
+      if (ch.first > sg.last) continue;  // causally empty
+      for (const auto& q : sg.ranges)
+        for (const auto& k : ch.ranges) c.nnz += allowed_pairs(p, q, k);
+      if (selected(p, sg.block, ch.block)) ++c.blocks;
+    }
+    if (p.kind() != PatternKind::vertical_slash) continue;
+    int64_t gathered = 0;
+    for (int64_t v : key_verticals) {
+      if (v > sg.last) break;
+      gathered += !selected(p, sg.block, v / p.slash_unit());
+    }
+    c.blocks += ceil_div(gathered, bk);
+  }
+  return c;
+}
+
+// ---- fast path ---------------------------------------------------------------
+
+// One set's tokens inside one block, relative to the block start.
+struct Occupant {
+  int set = 0;
+  int64_t n = 0;
+  std::vector<Interval> pieces;
+  std::vector<int64_t> seg_last;    // per segment of <= Bq rows: its last (largest) token
+  std::vector<int64_t> chunk_first;  // per chunk of <= Bk rows: its first token
+};
+
+// Blocks of one side grouped into classes of equal occupancy.
+struct Side {
+  std::vector<int> cls;                        // per block; -1: empty
+  std::vector<std::vector<Occupant>> classes;  // occupants, by set
+};
+
+// nullopt when some set's local order is not increasing.
+std::optional<Side> make_side(const std::vector<TokenSet>& sets, int64_t u, int64_t nb, BlockShape s) {
+  std::vector<std::vector<int64_t>> occ(static_cast<size_t>(nb));  // per block: (set, lo, hi) triples
+  for (size_t si = 0; si < sets.size(); ++si) {
+    int64_t end = -1;
+    for (const auto& r : sets[si].runs) {
+      if (r.len <= 0) continue;
+      for (int64_t c = 0; c < r.count; ++c) {
+        const int64_t a = r.begin + c * r.stride, b = a + r.len;
+        if (a < end || a < 0) return std::nullopt;
+        end = b;
+        for (int64_t x = a; x < b;) {
+          const int64_t blk = x / u, hi = std::min(b, (blk + 1) * u);
+          auto& o = occ[static_cast<size_t>(blk)];
+          const auto set = static_cast<int64_t>(si);
+          if (o.size() >= 3 && o[o.size() - 3] == set && o.back() == x - blk * u) o.back() = hi - blk * u;
+          else o.insert(o.end(), {set, x - blk * u, hi - blk * u});
+          x = hi;
+        }
+      }
+    }
+  }
+  Side side;
+  side.cls.assign(static_cast<size_t>(nb), -1);
+  std::map<std::vector<int64_t>, int> ids;
+  for (int64_t b = 0; b < nb; ++b) {
+    auto& o = occ[static_cast<size_t>(b)];
+    if (o.empty()) continue;
+    auto [it, fresh] = ids.emplace(std::move(o), static_cast<int>(side.classes.size()));
+    side.cls[static_cast<size_t>(b)] = it->second;
+    if (!fresh) continue;
+    std::vector<Occupant> cl;
+    const auto& key = it->first;
+    for (size_t i = 0; i < key.size(); i += 3) {
+      if (cl.empty() || cl.back().set != key[i]) cl.push_back({static_cast<int>(key[i]), 0, {}, {}, {}});
+      cl.back().pieces.push_back({key[i + 1], key[i + 2]});
+      cl.back().n += key[i + 2] - key[i + 1];
+    }
+    for (auto& oc : cl) {  // the rows of one set in a block are consecutive local rows
+      int64_t row = 0;
+      for (const auto& pc : oc.pieces)
+        for (int64_t x = pc.lo; x < pc.hi; ++x, ++row) {
+          if (row % s.bk == 0) oc.chunk_first.push_back(x);
+          if (row % s.bq == s.bq - 1 || row == oc.n - 1) oc.seg_last.push_back(x);
+        }
+    }
+    side.classes.push_back(std::move(cl));
+  }
+  return side;
+}
+
+struct Layout {
+  int64_t nb = 0;
+  Side q, k;
+  AlignedLayout classes;  // class sequences, for add_relative_blocks
+};
+
+BlockOwners owners_of(const Side& s) { return {s.cls, static_cast<int>(s.classes.size())}; }
+
+int64_t extent(const std::vector<TokenSet>& sets) {
+  int64_t hi = 0;
+  for (const auto& t : sets)
+    for (const auto& r : t.runs)
+      if (r.len > 0 && r.count > 0) hi = std::max(hi, r.begin + (r.count - 1) * r.stride + r.len);
+  return hi;
+}
+
+// pair_costs asks once per head with the same sets: keep the last layout.
+const Layout* layout_for(const std::vector<TokenSet>& q, const std::vector<TokenSet>& k, int64_t u, BlockShape s) {
+  struct Last {
+    std::vector<TokenSet> q, k;
+    int64_t u = 0, bq = 0, bk = 0;
+    std::optional<Layout> layout;
+  };
+  thread_local Last last;
+  if (last.u == u && last.bq == s.bq && last.bk == s.bk && last.q == q && last.k == k)
+    return last.layout ? &*last.layout : nullptr;
+  last = {q, k, u, s.bq, s.bk, std::nullopt};
+  const int64_t nb = ceil_div(std::max(extent(q), extent(k)), u);
+  auto qs = make_side(q, u, nb, s);
+  auto ks = make_side(k, u, nb, s);
+  if (qs && ks) {
+    AlignedLayout cl = aligned_layout(owners_of(*qs), owners_of(*ks), {1, 1});
+    last.layout = Layout{nb, std::move(*qs), std::move(*ks), std::move(cl)};
+  }
+  return last.layout ? &*last.layout : nullptr;
+}
+
+int64_t causal_pairs(const std::vector<Interval>& q, const std::vector<Interval>& k) {
+  static const IntervalSet all({{0, kUnbounded}});
+  int64_t n = 0;
+  for (const auto& a : q)
+    for (const auto& b : k) n += offset_pairs(a, b, all);
+  return n;
+}
+
+std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t nq_sets, size_t nk_sets, BlockShape s) {
+  const int64_t nb = L.nb, u = p.slash_unit();
+  const auto& qcls = L.q.cls;
+  const auto& kcls = L.k.cls;
+  const size_t qC = L.q.classes.size(), kC = L.k.classes.size();
+  std::vector<TileCost> out(nq_sets * nk_sets);
+  auto at = [&](int a, int b) -> TileCost& { return out[static_cast<size_t>(a) * nk_sets + static_cast<size_t>(b)]; };
+  const IntervalSet& diag = p.slashes();
+  const bool sparse_cols = p.kind() == PatternKind::block_sparse;
+  const IntervalSet cols = sparse_cols ? p.verticals() : IntervalSet();  // whole column blocks (tokens)
+
+  // Block pairs below the diagonal per class pair: block diagonals d >= 1 ...
+  const IntervalSet ahead_set = diag.clipped(1, nb);
+  const std::vector<Interval>& ahead = ahead_set.intervals();
+  std::vector<int64_t> offsets;
+  for (const auto& d : ahead)
+    for (int64_t x = d.lo; x < d.hi; ++x) offsets.push_back(x);
+  std::vector<TileCost> n_cls(qC * kC);
+  add_relative_blocks(L.classes, 1, offsets, std::vector<int64_t>(offsets.size(), 0), n_cls);
+  // ... and column blocks kb < qb off those diagonals.
+  const IntervalSet col_set = cols.clipped(0, nb * u);
+  for (const auto& c : col_set.intervals())
+    for (int64_t kb = c.lo / u; kb < ceil_div(c.hi, u); ++kb) {
+      if (kcls[static_cast<size_t>(kb)] < 0) continue;
+      for (int64_t qb = kb + 1; qb < nb; ++qb)
+        if (qcls[static_cast<size_t>(qb)] >= 0 && !diag.contains(qb - kb))
+          n_cls[static_cast<size_t>(qcls[static_cast<size_t>(qb)]) * kC + static_cast<size_t>(kcls[static_cast<size_t>(kb)])].blocks += 1;
+    }
+  for (size_t a = 0; a < qC; ++a)
+    for (size_t b = 0; b < kC; ++b) {
+      const int64_t n = n_cls[a * kC + b].blocks;
+      if (n == 0) continue;
+      for (const auto& qo : L.q.classes[a])
+        for (const auto& ko : L.k.classes[b])
+          at(qo.set, ko.set) += TileCost{n * static_cast<int64_t>(qo.seg_last.size() * ko.chunk_first.size()), n * qo.n * ko.n};
+    }
+
+  // Diagonal blocks, selected by diagonal 0 or (block-sparse) a column: per class pair.
+  std::map<std::pair<int, int>, int64_t> diag_blocks;
+  for (int64_t b = 0; b < nb; ++b)
+    if (qcls[static_cast<size_t>(b)] >= 0 && kcls[static_cast<size_t>(b)] >= 0 && selected(p, b, b))
+      ++diag_blocks[{qcls[static_cast<size_t>(b)], kcls[static_cast<size_t>(b)]}];
+  for (const auto& [pair, n] : diag_blocks)
+    for (const auto& qo : L.q.classes[static_cast<size_t>(pair.first)])
+      for (const auto& ko : L.k.classes[static_cast<size_t>(pair.second)]) {
+        int64_t tiles = 0;
+        for (int64_t last : qo.seg_last)
+          tiles += std::upper_bound(ko.chunk_first.begin(), ko.chunk_first.end(), last) - ko.chunk_first.begin();
+        at(qo.set, ko.set) += TileCost{n * tiles, n * causal_pairs(qo.pieces, ko.pieces)};
+      }
+
+  if (p.kind() != PatternKind::vertical_slash) return out;
+  // Gathered verticals (diagonal 0 is selected, so a query block gathers only
+  // verticals of earlier blocks): c(qb, set) = verticals of the set in blocks
+  // before qb off every diagonal, from +1 at jb + 1 and -1 over jb + [d.lo, d.hi).
+  std::vector<std::vector<int64_t>> vblocks(nk_sets);  // per key set: blocks of its verticals
+  const IntervalSet vert_set = p.verticals().clipped(0, nb * u);
+  for (const auto& v : vert_set.intervals())
+    for (int64_t t = v.lo; t < v.hi; ++t) {
+      const int c = kcls[static_cast<size_t>(t / u)];
+      if (c < 0) continue;
+      const int64_t rel = t - t / u * u;
+      for (const auto& ko : L.k.classes[static_cast<size_t>(c)])
+        for (const auto& pc : ko.pieces)
+          if (rel >= pc.lo && rel < pc.hi) vblocks[static_cast<size_t>(ko.set)].push_back(t / u);
+    }
+  std::vector<int64_t> delta(static_cast<size_t>(nb) + 1);
+  std::vector<int64_t> acc_tiles(qC), acc_cols(qC);
+  for (size_t ks = 0; ks < nk_sets; ++ks) {
+    if (vblocks[ks].empty()) continue;
+    std::fill(delta.begin(), delta.end(), 0);
+    for (int64_t jb : vblocks[ks]) {
+      delta[static_cast<size_t>(jb + 1)] += 1;
+      for (const auto& d : ahead) {
+        if (jb + d.lo >= nb) break;
+        delta[static_cast<size_t>(jb + d.lo)] -= 1;
+        delta[static_cast<size_t>(std::min(nb, jb + d.hi))] += 1;
+      }
+    }
+    std::fill(acc_tiles.begin(), acc_tiles.end(), 0);
+    std::fill(acc_cols.begin(), acc_cols.end(), 0);
+    int64_t c = 0;
+    for (int64_t qb = 0; qb < nb; ++qb) {
+      c += delta[static_cast<size_t>(qb)];
+      const int qc = qcls[static_cast<size_t>(qb)];
+      if (c == 0 || qc < 0) continue;
+      acc_tiles[static_cast<size_t>(qc)] += ceil_div(c, s.bk);
+      acc_cols[static_cast<size_t>(qc)] += c;
+    }
+    for (size_t a = 0; a < qC; ++a) {
+      if (acc_cols[a] == 0) continue;
+      for (const auto& qo : L.q.classes[a])
+        at(qo.set, static_cast<int>(ks)) += TileCost{static_cast<int64_t>(qo.seg_last.size()) * acc_tiles[a], qo.n * acc_cols[a]};
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool block_unit(const HeadPattern& p) {
+  return p.kind() == PatternKind::vertical_slash || (p.kind() == PatternKind::block_sparse && p.slash_unit() > 1);
+}
+
+std::vector<TileCost> block_costs_general(const HeadPattern& p, const std::vector<TokenSet>& q,
+                                          const std::vector<TokenSet>& k, BlockShape s) {
+  std::vector<std::vector<Piece>> segs, chunks;
+  std::vector<std::vector<int64_t>> kv;  // verticals of each key set, ascending
+  for (const auto& t : q) segs.push_back(cut_pieces(t, p.slash_unit(), s.bq));
+  for (const auto& t : k) {
+    chunks.push_back(cut_pieces(t, p.slash_unit(), s.bk));
+    std::vector<int64_t> v;
+    if (p.kind() == PatternKind::vertical_slash)
+      for (int64_t x : t.tokens())
+        if (p.verticals().contains(x)) v.push_back(x);
+    std::sort(v.begin(), v.end());
+    kv.push_back(std::move(v));
+  }
+  std::vector<TileCost> out;
+  for (const auto& sg : segs)
+    for (size_t b = 0; b < k.size(); ++b) out.push_back(general_pair(p, sg, chunks[b], kv[b], s.bk));
+  return out;
+}
+
+std::vector<TileCost> block_costs(const HeadPattern& p, const std::vector<TokenSet>& q, const std::vector<TokenSet>& k,
+                                  BlockShape s) {
+  // The fast path's gather assumes diagonal 0 is selected (true whenever a
+  // head keeps local diagonals); documents are not block-unit.
+  const bool fast = p.kind() == PatternKind::block_sparse || p.slashes().contains(0);
+  if (fast)
+    if (const Layout* L = layout_for(q, k, p.slash_unit(), s)) return fast_costs(p, *L, q.size(), k.size(), s);
+  return block_costs_general(p, q, k, s);
+}
+
+}  // namespace rm::sparsity
