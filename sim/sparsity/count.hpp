@@ -1,7 +1,8 @@
 // The workload model's questions: how many kernel tiles must be computed, and
 // how many allowed pairs they hold, for a set of query tokens against a set
 // of key tokens — exactly, never materialising S x S. Tiles are cut over each
-// rank's LOCAL order (the concatenation of its runs). Aligned inputs on
+// rank's LOCAL order (the concatenation of its runs). Dense and document
+// masks (causal or full) take closed forms (dense_count.hpp). Aligned inputs on
 // token-unit patterns take the fast path (aligned_count.hpp); anything else
 // the general one (general_count.hpp). Both are exact.
 #pragma once
