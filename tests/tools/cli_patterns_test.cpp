@@ -49,6 +49,18 @@ TEST(CliPatterns, EveryDenseFamilyPatternRunsUnderEveryPartitionAndRing) {
       }
 }
 
+TEST(CliPatterns, HeadParallelAndUlyssesRunFullAndDocumentMasks) {
+  for (const char* pat : {"dense-full", "document-full", "document-causal"}) {
+    for (const char* par : {"--set parallel.hp=2 --set parallel.cp=4 --set parallel.ring=double_ring",
+                            "--set parallel.hp=8 --set parallel.cp=1"}) {
+      const auto j = simulate(std::string("--set scope=layer --set workload.pattern=") + pat + " " + par);
+      if (!j.is_null()) {
+        EXPECT_GT(j["step_time_s"].get<double>(), 0) << pat << " " << par;
+      }
+    }
+  }
+}
+
 TEST(CliPatterns, FullAttentionComputesEveryPair) {
   // attention_fwd: model FLOPs are 4·head_dim·heads per allowed pair, so full
   // over causal is S^2 / (S(S+1)/2) at S = 16384, whatever the partition.
