@@ -184,7 +184,10 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
     e.workload.block_q = w.integer_or("block_q", 16, 4096, 128);
     e.workload.block_k = w.integer_or("block_k", 16, 4096, 64);
     e.workload.seed = static_cast<uint64_t>(w.integer_or("seed", 0, int64_t(1) << 62, 1));
-    if (!w.has("pattern")) w.fail("pattern", "missing required field");
+    if (!w.has("pattern")) {  // what most users train with
+      j["workload"]["pattern"] = "dense-causal";
+      w.has("pattern");  // marks it read
+    }
     auto [pat_src, pat_dir] = load_part(j["workload"]["pattern"], kRefs[2], "workload.pattern");
     e.workload.pattern = j["workload"]["pattern"];
     e.workload.pattern_source = pat_src;

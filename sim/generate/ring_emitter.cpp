@@ -58,8 +58,9 @@ std::vector<P2PIds> shift(StepContext& ctx, const Ring& g, int (*next)(const Rin
   return out;
 }
 
-// How the causal mask meets queries q x keys k.
-schedule::Mask mask_of(const sparsity::TokenSet& q, const sparsity::TokenSet& k) {
+// How the causal mask meets queries q x keys k (full attention: never).
+schedule::Mask mask_of(const sparsity::TokenSet& q, const sparsity::TokenSet& k, bool causal) {
+  if (!causal) return schedule::Mask::full;
   auto lo = [](const sparsity::TokenSet& t) {
     int64_t m = INT64_MAX;
     for (const auto& r : t.runs) m = std::min(m, r.begin);
@@ -252,7 +253,7 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
         ctx.access(last_compute[size_t(c)], std::move(reads), std::move(writes));
         ctx.b.set_attention(last_compute[size_t(c)],
                             {tokens[size_t(c)], tokens[size_t(src)], shard.first_head, shard.heads,
-                             shard.first_kv_head, shard.kv_heads, mask_of(ctx.work.tokens(c), ctx.work.tokens(src)),
+                             shard.first_kv_head, shard.kv_heads, mask_of(ctx.work.tokens(c), ctx.work.tokens(src), ctx.patterns_causal),
                              index, k > 0});
         if (k > 0) {
           const bool sum = backward && si > 0;  // a dK|dV sum came with this block

@@ -15,6 +15,7 @@ StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityM
       topo(topology),
       patterns_dynamic(patterns.dynamic()),
       patterns_sparse(patterns.sparse()),
+      patterns_causal(patterns.causal()),
       map(experiment.parallel),
       kind(make_attention_kind(experiment)),
       work(experiment, patterns, cache),

@@ -84,6 +84,7 @@ struct StepContext {
   const topology::Topology& topo;
   bool patterns_dynamic = false;
   bool patterns_sparse = false;  // some head is not dense causal: attention reads a sparse index
+  bool patterns_causal = true;   // false with full attention: no (query, key) set is causally masked
   placement::DeviceMap map;
   std::unique_ptr<AttentionKind> kind;
   AttentionWork work;

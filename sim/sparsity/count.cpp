@@ -5,6 +5,7 @@
 #include "sim/sparsity/aligned_count.hpp"
 #include "sim/sparsity/block_count.hpp"
 #include "sim/sparsity/block_owners.hpp"
+#include "sim/sparsity/dense_count.hpp"
 #include "sim/sparsity/general_count.hpp"
 
 namespace rm::sparsity {
@@ -40,6 +41,7 @@ const AlignedLayout* aligned_owners(const HeadPattern& p, const std::vector<Toke
 
 TileCost count(const HeadPattern& p, const TokenSet& q, const TokenSet& k, BlockShape shape) {
   check_shape(shape);
+  if (p.dense_family()) return dense_count(p, q, k, shape);
   if (block_unit(p)) return block_costs(p, {q}, {k}, shape)[0];
   if (auto own = aligned_owners(p, {q}, {k}, shape)) return aligned_costs(p, *own, shape)[0];
   return general_count(p, cut_tiles(q, shape.bq), cut_tiles(k, shape.bk));
@@ -47,6 +49,7 @@ TileCost count(const HeadPattern& p, const TokenSet& q, const TokenSet& k, Block
 
 std::vector<TileCost> pair_costs(const HeadPattern& p, const std::vector<TokenSet>& ranks, BlockShape shape) {
   check_shape(shape);
+  if (p.dense_family()) return dense_pair_costs(p, ranks, shape);
   if (block_unit(p)) return block_costs(p, ranks, ranks, shape);
   if (auto own = aligned_owners(p, ranks, ranks, shape)) return aligned_costs(p, *own, shape);
   std::vector<std::vector<Tile>> qt, kt;
@@ -64,6 +67,7 @@ std::vector<TileCost> pair_costs(const HeadPattern& p, const std::vector<TokenSe
 std::vector<TileCost> chunk_row_costs(const HeadPattern& p, int64_t seq_len, int64_t chunk_tokens, BlockShape shape) {
   check_shape(shape);
   if (seq_len < 0 || chunk_tokens < 1) throw std::invalid_argument("chunk_row_costs: need seq_len >= 0, chunk_tokens >= 1");
+  if (p.dense_family()) return dense_chunk_row_costs(p, seq_len, chunk_tokens, shape);
   if (aligned_chunk_rows_supported(p, seq_len, chunk_tokens, shape)) return aligned_chunk_row_costs(p, seq_len, chunk_tokens, shape);
   const int64_t chunks = (seq_len + chunk_tokens - 1) / chunk_tokens;
   const TokenSet all{{{0, seq_len, 0, 1}}};

@@ -1,8 +1,9 @@
 // The workload model's questions: how many kernel tiles must be computed, and
 // how many allowed pairs they hold, for a set of query tokens against a set
 // of key tokens — exactly, never materialising S x S. Tiles are cut over each
-// rank's LOCAL order (the concatenation of its runs). Vertical-slash and
-// block-sparse heads are counted as the sparse kernel executes them
+// rank's LOCAL order (the concatenation of its runs). Dense and document
+// masks (causal or full) take closed forms (dense_count.hpp). Vertical-slash
+// and block-sparse heads are counted as the sparse kernel executes them
 // (block_count.hpp); on token-unit patterns aligned inputs take the fast path
 // (aligned_count.hpp), anything else the general one (general_count.hpp).
 // All are exact.

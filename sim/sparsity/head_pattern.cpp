@@ -13,6 +13,8 @@ std::string to_string(PatternKind k) {
     case PatternKind::sliding_window: return "sliding_window";
     case PatternKind::a_shape: return "a_shape";
     case PatternKind::document_causal: return "document_causal";
+    case PatternKind::dense_full: return "dense_full";
+    case PatternKind::document_full: return "document_full";
   }
   return "?";
 }
@@ -67,22 +69,50 @@ HeadPattern HeadPattern::block_sparse(int64_t block_tokens, const IntervalSet& b
   return p;
 }
 
-HeadPattern HeadPattern::document_causal(std::vector<int64_t> doc_starts) {
+namespace {
+
+std::vector<int64_t> checked_starts(std::vector<int64_t> doc_starts, const char* who) {
   if (doc_starts.empty() || doc_starts.front() != 0 || !std::is_sorted(doc_starts.begin(), doc_starts.end()))
-    throw std::invalid_argument("document_causal: doc_starts must be sorted and start at 0");
+    throw std::invalid_argument(std::string(who) + ": doc_starts must be sorted and start at 0");
+  doc_starts.erase(std::unique(doc_starts.begin(), doc_starts.end()), doc_starts.end());
+  return doc_starts;
+}
+
+}  // namespace
+
+HeadPattern HeadPattern::document_causal(std::vector<int64_t> doc_starts) {
   HeadPattern p = dense_causal();
   p.kind_ = PatternKind::document_causal;
-  doc_starts.erase(std::unique(doc_starts.begin(), doc_starts.end()), doc_starts.end());
-  p.docs_ = std::move(doc_starts);
+  p.docs_ = checked_starts(std::move(doc_starts), "document_causal");
   return p;
 }
 
+HeadPattern HeadPattern::dense_full() {
+  HeadPattern p = dense_causal();
+  p.kind_ = PatternKind::dense_full;
+  p.causal_ = false;
+  return p;
+}
+
+HeadPattern HeadPattern::document_full(std::vector<int64_t> doc_starts) {
+  HeadPattern p = dense_full();
+  p.kind_ = PatternKind::document_full;
+  p.docs_ = checked_starts(std::move(doc_starts), "document_full");
+  return p;
+}
+
+bool HeadPattern::dense_family() const {
+  return kind_ == PatternKind::dense_causal || kind_ == PatternKind::dense_full ||
+         kind_ == PatternKind::document_causal || kind_ == PatternKind::document_full;
+}
+
 bool HeadPattern::allowed(int64_t q, int64_t k) const {
-  if (k > q || k < 0) return false;
+  if (k < 0 || q < 0 || (causal_ && k > q)) return false;
   if (!docs_.empty()) {
     auto doc = [&](int64_t t) { return std::upper_bound(docs_.begin(), docs_.end(), t) - docs_.begin(); };
     if (doc(q) != doc(k)) return false;
   }
+  if (!causal_) return true;  // only the dense family is non-causal: every offset, both ways
   return verticals_.contains(k) || slashes_.contains(q / unit_ - k / unit_);
 }
 

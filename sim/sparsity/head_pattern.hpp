@@ -1,12 +1,15 @@
-// One attention head's causal mask, held compactly so that it can be counted
+// One attention head's mask, held compactly so that it can be counted
 // exactly without materialising S x S. Every kind is one predicate:
-//   allowed(q, k) = k <= q  and  same document  and
+//   allowed(q, k) = (k <= q or not causal)  and  same document  and
 //                   (k in verticals  or  floor(q/u) - floor(k/u) in slashes)
 // with slash unit u = 1 (token diagonals: dense, sliding window, A-shape) or
 // u = a block (block diagonals). Vertical-slash heads are held as the sparse
 // kernel executes them (MTraining's and kernels/): a slash offset d selects
 // every u-block pair it crosses, |d - (qb - kb)·u| < u, so slashes() holds
 // block diagonals and slash_offsets() the token offsets they came from.
+// Dense causal is "every offset", a sliding window offsets [0, w), A-shape
+// adds sink columns. Only the dense family (dense and document masks) may be
+// non-causal; it is counted by closed forms (dense_count.hpp).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +23,9 @@ namespace rm::sparsity {
 // The sparse kernels' index block: MTraining's 128-token granularity, kernels::kIndexBlock.
 inline constexpr int64_t kSlashBlock = 128;
 
-enum class PatternKind { dense_causal, vertical_slash, block_sparse, sliding_window, a_shape, document_causal };
+enum class PatternKind {
+  dense_causal, vertical_slash, block_sparse, sliding_window, a_shape, document_causal, dense_full, document_full
+};
 std::string to_string(PatternKind k);
 
 class HeadPattern {
@@ -35,8 +40,15 @@ class HeadPattern {
   static HeadPattern block_sparse(int64_t block_tokens, const IntervalSet& block_columns, IntervalSet block_diagonals);
   // Causal inside each document; doc_starts sorted, first is 0.
   static HeadPattern document_causal(std::vector<int64_t> doc_starts);
+  // Every (query, key) pair: bidirectional attention.
+  static HeadPattern dense_full();
+  // Every pair inside each document (bidirectional within a document).
+  static HeadPattern document_full(std::vector<int64_t> doc_starts);
 
   PatternKind kind() const { return kind_; }
+  bool causal() const { return causal_; }
+  // Dense or document masks, causal or full: no verticals, every offset.
+  bool dense_family() const;
   const IntervalSet& verticals() const { return verticals_; }
   const IntervalSet& slashes() const { return slashes_; }
   const IntervalSet& slash_offsets() const { return offsets_; }  // vertical_slash: the token offsets
@@ -46,6 +58,7 @@ class HeadPattern {
 
  private:
   PatternKind kind_ = PatternKind::dense_causal;
+  bool causal_ = true;
   IntervalSet verticals_;
   IntervalSet slashes_;
   IntervalSet offsets_;

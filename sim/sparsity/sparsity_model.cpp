@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sim/config/json_reader.hpp"
+#include "sim/sparsity/document_lengths.hpp"
 #include "sim/sparsity/index_file.hpp"
 #include "sim/sparsity/vs_generator.hpp"
 
@@ -26,12 +27,19 @@ const HeadPattern& SparsityModel::head(int layer, int head) const {
 
 bool SparsityModel::sparse() const {
   for (const auto& p : patterns_)
-    if (p->kind() != PatternKind::dense_causal) return true;
+    if (p->kind() != PatternKind::dense_causal && p->kind() != PatternKind::dense_full) return true;
   return false;
 }
 
+bool SparsityModel::causal() const {
+  for (const auto& p : patterns_)
+    if (!p->causal()) return false;
+  return true;
+}
+
 double SparsityModel::block_sparsity(int layer, BlockShape shape) const {
-  const double causal = static_cast<double>(chunk_row_costs(HeadPattern::dense_causal(), seq_len_, seq_len_, shape)[0].blocks);
+  const HeadPattern dense = causal() ? HeadPattern::dense_causal() : HeadPattern::dense_full();
+  const double causal = static_cast<double>(chunk_row_costs(dense, seq_len_, seq_len_, shape)[0].blocks);
   std::map<const HeadPattern*, int64_t> seen;  // shared patterns are counted once
   double computed = 0;
   for (int h = 0; h < heads_; ++h) {
@@ -47,23 +55,16 @@ namespace {
 
 using Patterns = std::vector<std::shared_ptr<const HeadPattern>>;
 
-const std::vector<std::string> kKinds{"dense_causal", "vertical_slash", "block_sparse", "sliding_window", "a_shape", "document_causal"};
+const std::vector<std::string> kKinds{"dense_causal",   "dense_full", "vertical_slash", "block_sparse",
+                                      "sliding_window", "a_shape",    "document_causal", "document_full"};
 
 Patterns all_same(const PatternContext& ctx, HeadPattern p) {
   return Patterns(static_cast<size_t>(ctx.layers * ctx.heads), std::make_shared<const HeadPattern>(std::move(p)));
 }
 
-Patterns documents(const JsonReader& r, const PatternContext& ctx) {
-  const int64_t lo = r.size("min_doc_tokens", 1, kUnbounded);
-  const int64_t hi = r.size("max_doc_tokens", lo, kUnbounded);
-  Rng rng(mix_seed(ctx.seed, 0xd0c, 0, 0));
-  std::vector<int64_t> starts{0};
-  for (int64_t t = 0;;) {
-    t += std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-    if (t >= ctx.seq_len) break;
-    starts.push_back(t);
-  }
-  return all_same(ctx, HeadPattern::document_causal(std::move(starts)));
+Patterns documents(const JsonReader& r, const PatternContext& ctx, bool causal) {
+  std::vector<int64_t> starts = document_starts(r.object("documents"), ctx.seq_len, ctx.seed);
+  return all_same(ctx, causal ? HeadPattern::document_causal(std::move(starts)) : HeadPattern::document_full(std::move(starts)));
 }
 
 Patterns block_sparse(const JsonReader& r, const PatternContext& ctx) {
@@ -177,10 +178,11 @@ SparsityModel build_sparsity(const nlohmann::json& spec, const std::string& sour
   const bool dynamic = r.boolean_or("dynamic", false);
   Patterns patterns;
   if (kind == "dense_causal") patterns = all_same(ctx, HeadPattern::dense_causal());
+  else if (kind == "dense_full") patterns = all_same(ctx, HeadPattern::dense_full());
   else if (kind == "sliding_window") patterns = all_same(ctx, HeadPattern::sliding_window(r.size("window_tokens", 1, kUnbounded)));
   else if (kind == "a_shape")
     patterns = all_same(ctx, HeadPattern::a_shape(r.size("sink_tokens", 0, kUnbounded), r.size("window_tokens", 1, kUnbounded)));
-  else if (kind == "document_causal") patterns = documents(r, ctx);
+  else if (kind == "document_causal" || kind == "document_full") patterns = documents(r, ctx, kind == "document_causal");
   else if (kind == "block_sparse") patterns = block_sparse(r, ctx);
   else patterns = vertical_slash(r, ctx);
   r.finish();

@@ -36,9 +36,12 @@ class SparsityModel {
   const HeadPattern& head(int layer, int head) const;
   // True when indices are built online each step (top-k / top-p): schedules add index-building ops.
   bool dynamic() const { return dynamic_; }
-  // True when some head's mask is not dense causal: attention runs a sparse-index kernel.
+  // True when some head's mask is not dense (causal or full): attention runs a sparse-index kernel.
   bool sparse() const;
-  // 1 - computed / causal tiles over the whole sequence, summed over the layer's heads.
+  // False when some head attends both ways (dense_full, document_full): no op is causally empty.
+  bool causal() const;
+  // 1 - computed / dense tiles over the whole sequence, summed over the layer's
+  // heads; dense is causal, or full when the model is not causal().
   double block_sparsity(int layer, BlockShape shape) const;
 
  private:

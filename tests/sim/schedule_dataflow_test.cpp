@@ -1,8 +1,9 @@
 // Oracles for the executable Schedule (format v2), over every generator and a
 // sample of shipped experiments made small:
 //  - coverage: per pass (data replica, head rank, layer, phase) the attention
-//    ops' query x key sets, under the causal mask, cover every allowed pair
-//    exactly once (brute force); mask flags and head ranges agree;
+//    ops' query x key sets, under the causal mask (every pair with full
+//    attention; documents restrict pairs inside the ops, not the ops), cover
+//    every allowed pair exactly once (brute force); mask flags and head ranges agree;
 //  - dataflow: under happens-before (dependencies, stream order with joined
 //    launches, send/recv and collective members as one event), no buffer is
 //    read or written while another op may write it, nothing reads a slot,
@@ -61,7 +62,8 @@ bool is_attention(OpKind k) { return k == OpKind::attn_fwd || k == OpKind::attn_
 
 // ---- coverage --------------------------------------------------------------
 
-std::vector<std::string> coverage_problems(const Schedule& s, const Experiment& e) {
+std::vector<std::string> coverage_problems(const Schedule& s, const Experiment& e, const sparsity::SparsityModel& m) {
+  const bool causal = m.causal();
   std::vector<std::string> out;
   const int64_t S = e.workload.seq_len;
   const auto group = context_group_of(e);
@@ -86,7 +88,7 @@ std::vector<std::string> coverage_problems(const Schedule& s, const Experiment& 
     int64_t allowed = 0;
     for (int64_t qi : q)
       for (int64_t ki : k)
-        if (ki <= qi) ++allowed, ++p.hits[size_t(qi * S + ki)];
+        if (!causal || ki <= qi) ++allowed, ++p.hits[size_t(qi * S + ki)];
     const int64_t all = int64_t(q.size() * k.size());
     const schedule::Mask want = allowed == all ? schedule::Mask::full
                                 : allowed == 0 ? schedule::Mask::empty
@@ -107,7 +109,7 @@ std::vector<std::string> coverage_problems(const Schedule& s, const Experiment& 
     if (p.heads != e.model.heads / e.parallel.hp) out.push_back(fmt::format("a head rank with {} heads", p.heads));
     int64_t missed = 0, twice = 0;
     for (int64_t qi = 0; qi < S; ++qi)
-      for (int64_t ki = 0; ki <= qi; ++ki) {
+      for (int64_t ki = 0; ki < (causal ? qi + 1 : S); ++ki) {
         const uint8_t n = p.hits[size_t(qi * S + ki)];
         missed += n == 0;
         twice += n > 1;
@@ -410,6 +412,7 @@ struct Case {
   std::vector<std::string> overrides;
   bool sparse = false, dynamic = false;
   std::string experiment = "";  // a shipped experiment, else the small default
+  std::string mask = "";        // dense-full, document-causal, document-full; else dense causal or `sparse`
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }  // readable failures, no byte dump
@@ -425,7 +428,12 @@ testing::Generated generate_case(const Case& c) {
   Experiment e = c.experiment.empty()
                      ? testing::small_experiment(all)
                      : load_experiment(ConfigStore({std::string(RINGMASTER_SOURCE_DIR) + "/configs"}), c.experiment, all);
-  auto pattern = c.sparse ? small_vertical_slash() : sparsity::HeadPattern::dense_causal();
+  const std::vector<int64_t> docs{0, 100, 300, 301};
+  auto pattern = c.sparse                        ? small_vertical_slash()
+                 : c.mask == "dense-full"        ? sparsity::HeadPattern::dense_full()
+                 : c.mask == "document-causal"   ? sparsity::HeadPattern::document_causal(docs)
+                 : c.mask == "document-full"     ? sparsity::HeadPattern::document_full(docs)
+                                                 : sparsity::HeadPattern::dense_causal();
   return testing::generate(e, testing::model_of(e, pattern, c.dynamic));
 }
 
@@ -463,6 +471,17 @@ const std::vector<Case> kCases{
     {"stripe_bf16_grads_dynamic_layer",
      {"parallel.cp=4", "parallel.partition=stripe", "parallel.grad_comm_dtype=bf16", "scope=layer",
       "parallel.checkpoint=full"}, true, true},
+    // Full and document masks: every op of a full mask is `full`, none is causally empty.
+    {"full_zigzag_fwd_bwd", {"parallel.cp=4", "parallel.partition=zigzag", "scope=attention_fwd_bwd"}, false, false, "",
+     "dense-full"},
+    {"full_hierarchical_layer",
+     {"parallel.cp=16", "parallel.partition=stripe", "parallel.ring=hierarchical", "scope=layer"}, false, false, "",
+     "dense-full"},
+    {"document_causal_balanced_fwd_bwd", {"parallel.cp=4", "parallel.partition=balanced", "scope=attention_fwd_bwd"},
+     false, false, "", "document-causal"},
+    {"document_full_double_ring_fwd_bwd",
+     {"parallel.cp=8", "parallel.ring=double_ring", "parallel.window=2", "scope=attention_fwd_bwd"}, false, false, "",
+     "document-full"},
     // Shipped experiments, made small.
     {"mtraining_default_layer", {"scope=layer", "parallel.cp=16", "workload.seq_len=1024"}, true, true,
      "mtraining-qwen2.5-3b-512k"},
@@ -476,7 +495,7 @@ class Dataflow : public ::testing::TestWithParam<Case> {};
 TEST_P(Dataflow, CoversTheMaskOnceAndMovesEveryBufferSafely) {
   auto g = generate_case(GetParam());
   EXPECT_TRUE(schedule::check(g.s).empty());
-  auto coverage = coverage_problems(g.s, g.e);
+  auto coverage = coverage_problems(g.s, g.e, g.m);
   EXPECT_TRUE(coverage.empty()) << "coverage:\n" << joined(coverage);
   const Events ev = events_of(g.s);
   auto flow = dataflow_problems(g.s, ev);
@@ -511,7 +530,7 @@ int buffer_named(const Schedule& s, int rank, const std::string& name) {
 
 TEST(DataflowCheckers, CatchARingSourceOffByOne) {
   auto g = generate_case(kCases[2]);  // ring of 4, forward and backward
-  auto ok = coverage_problems(g.s, g.e);
+  auto ok = coverage_problems(g.s, g.e, g.m);
   ASSERT_TRUE(ok.empty()) << joined(ok);
   // Rank 3 at step 1 claims the keys of the rank one further back (its step 2 source).
   for (Op& op : g.s.ops)
@@ -523,7 +542,7 @@ TEST(DataflowCheckers, CatchARingSourceOffByOne) {
       g.s.attentions.push_back(a);
       op.detail = int32_t(g.s.attentions.size() - 1);
     }
-  EXPECT_FALSE(coverage_problems(g.s, g.e).empty());
+  EXPECT_FALSE(coverage_problems(g.s, g.e, g.m).empty());
   EXPECT_FALSE(data_problems(g.s, g.e, events_of(g.s)).empty());
 }
 

@@ -17,7 +17,7 @@ struct Mask {
   HeadPattern pattern;  // block-unit kinds are counted by the kernel's plan rules
   Mask(const HeadPattern& p, int64_t s) : n(s), bits(static_cast<size_t>(s * s)), pattern(p) {
     for (int64_t q = 0; q < s; ++q)
-      for (int64_t k = 0; k <= q; ++k) bits[static_cast<size_t>(q * s + k)] = p.allowed(q, k);
+      for (int64_t k = 0; k < (p.causal() ? q + 1 : s); ++k) bits[static_cast<size_t>(q * s + k)] = p.allowed(q, k);
   }
   bool at(int64_t q, int64_t k) const { return bits[static_cast<size_t>(q * n + k)] != 0; }
 };
@@ -103,6 +103,24 @@ inline HeadPattern random_pattern(Rng& rng, int64_t s) {
     }
     default:  // small slash blocks, so that a short sequence holds many
       return HeadPattern::vertical_slash(random_intervals(rng, s, 40), random_intervals(rng, s, 40), uniform(rng, 1, 24));
+  }
+}
+
+// Document starts in [0, s): 0, then up to max_docs - 1 random cuts (duplicates merge).
+inline std::vector<int64_t> random_doc_starts(Rng& rng, int64_t s, int max_docs) {
+  std::vector<int64_t> starts{0};
+  for (int n = static_cast<int>(uniform(rng, 0, max_docs - 1)); n > 0 && s > 1; --n) starts.push_back(uniform(rng, 1, s - 1));
+  std::sort(starts.begin(), starts.end());
+  return starts;
+}
+
+// A dense-family pattern: dense or documents, causal or full.
+inline HeadPattern random_dense_family(Rng& rng, int64_t s) {
+  switch (uniform(rng, 0, 3)) {
+    case 0: return HeadPattern::dense_causal();
+    case 1: return HeadPattern::dense_full();
+    case 2: return HeadPattern::document_causal(random_doc_starts(rng, s, static_cast<int>(uniform(rng, 1, 12))));
+    default: return HeadPattern::document_full(random_doc_starts(rng, s, static_cast<int>(uniform(rng, 1, 12))));
   }
 }
 

@@ -8,6 +8,9 @@
 // With --vs-partitions: every partition (contiguous, zigzag, stripe of 1, 64,
 // 100, 128, 256 tokens, balanced) of the shipped vertical-slash patterns at
 // --seq-len (default 1M) x --ranks (default 64), each case timed.
+// With --dense-family: every dense-family pattern (dense and document
+// masks, causal and full) under every partition at 1M tokens x 64 ranks
+// (dense_family_cases below), one line and one time per case.
 #include <chrono>
 #include <cstdint>
 #include <ctime>
@@ -20,6 +23,7 @@
 
 #include "sim/config/embedded_configs.hpp"
 #include "sim/config/json_reader.hpp"
+#include "sim/placement/context_partition.hpp"
 #include "sim/placement/token_partition.hpp"
 #include "sim/sparsity/sparsity_model.hpp"
 
@@ -32,6 +36,7 @@ using Clock = std::chrono::steady_clock;
 struct Timer {
   std::clock_t cpu = std::clock();
   Clock::time_point wall = Clock::now();
+  double cpu_s() const { return double(std::clock() - cpu) / CLOCKS_PER_SEC; }
   std::string str() const {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.3f s cpu (%.3f s wall)", double(std::clock() - cpu) / CLOCKS_PER_SEC,
@@ -88,24 +93,67 @@ void vertical_slash_partitions(int64_t seq_len, int w) {
   }
 }
 
+// Every dense-family pattern under every partition: the partition (for
+// `balanced`, its chunk-row counts over the model's heads and the period
+// deal, as the simulator builds it) and pair_costs of the distinct head
+// pattern (dense-family heads share one object, so the simulator counts it
+// once). Stripe widths that do not divide seq_len over the ranks run at the
+// nearest smaller length that they do.
+int dense_family_cases(int64_t seq_len, int w) {
+  const char* patterns[] = {"dense-causal", "dense-full", "document-causal", "document-full",
+                            "document-causal-capped", "document-causal-histogram"};
+  struct Case {
+    rm::Partition kind;
+    int64_t stripe;
+  };
+  const Case cases[] = {{rm::Partition::contiguous, 128}, {rm::Partition::zigzag, 128}, {rm::Partition::stripe, 1},
+                        {rm::Partition::stripe, 64},      {rm::Partition::stripe, 100}, {rm::Partition::stripe, 128},
+                        {rm::Partition::stripe, 256},     {rm::Partition::balanced, 128}, {rm::Partition::balanced, 1}};
+  double worst = 0;
+  for (const char* name : patterns) {
+    for (const Case& c : cases) {
+      rm::Experiment e;
+      e.parallel.cp = w;
+      e.parallel.stripe_tokens = c.stripe;
+      e.workload.seq_len = seq_len / (int64_t(w) * c.stripe) * (int64_t(w) * c.stripe);
+      const SparsityModel model = build_sparsity(embedded_pattern(name), name, PatternContext{36, 16, 2, e.workload.seq_len, 1, ""});
+      Timer t;
+      const auto ranks = rm::placement::partition_for(c.kind, e, model);
+      int64_t blocks = 0, nnz = 0;
+      for (const auto& x : pair_costs(model.head(0, 0), ranks, {})) blocks += x.blocks, nnz += x.nnz;
+      const double cpu = t.cpu_s();
+      worst = std::max(worst, cpu);
+      std::printf("%-26s %-10s stripe %3lld  S=%lld W=%d: %s  (blocks %lld, nnz %lld)\n", name, rm::to_string(c.kind),
+                  static_cast<long long>(c.stripe), static_cast<long long>(e.workload.seq_len), w, t.str().c_str(),
+                  static_cast<long long>(blocks), static_cast<long long>(nnz));
+    }
+  }
+  std::printf("slowest case: %.3f s cpu\n", worst);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int64_t seq_len = 524288;
-  int w = 32;
+  int64_t seq_len = 0;  // default: 512K (1M with --vs-partitions or --dense-family)
+  int w = 0;            // default: 32 (64 with --vs-partitions or --dense-family)
   std::string file;
-  bool partitions = false, sized = false, ranked = false;
+  bool partitions = false, dense = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--seq-len") && i + 1 < argc) seq_len = std::stoll(argv[++i]), sized = true;
-    else if (!std::strcmp(argv[i], "--ranks") && i + 1 < argc) w = std::stoi(argv[++i]), ranked = true;
+    if (!std::strcmp(argv[i], "--seq-len") && i + 1 < argc) seq_len = std::stoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--ranks") && i + 1 < argc) w = std::stoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--vs-partitions")) partitions = true;
+    else if (!std::strcmp(argv[i], "--dense-family")) dense = true;
     else file = argv[i];
   }
   try {
     if (partitions) {
-      vertical_slash_partitions(sized ? seq_len : 1 << 20, ranked ? w : 64);
+      vertical_slash_partitions(seq_len ? seq_len : int64_t(1) << 20, w ? w : 64);
       return 0;
     }
+    if (dense) return dense_family_cases(seq_len ? seq_len : int64_t(1) << 20, w ? w : 64);
+    if (!seq_len) seq_len = 524288;
+    if (!w) w = 32;
     const auto spec = file.empty() ? default_pattern() : rm::read_json_file(file);
     const PatternContext ctx{36, 16, 2, seq_len, 1, ""};
     Timer build;
