@@ -73,6 +73,7 @@ nlohmann::json summary_json(const Experiment& e) {
             {"ring_order", to_string(p.ring_order)}}},
           {"kernel", {{"attention", e.kernel.name}}},
           {"scope", to_string(e.scope)},
+          {"scope_layer", e.scope_layer},
           {"gpus_used", p.world()},
           {"gpus_in_cluster", e.cluster.gpus()}};
 }
@@ -260,6 +261,8 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
     k.finish();
   }
   e.scope = r.enum_or("scope", kScopes, Scope::step);
+  // Layers differ in sparsity: the narrow scopes can look at any one of them.
+  e.scope_layer = static_cast<int>(r.integer_or("scope_layer", 0, e.model.layers - 1, 0));
   r.finish();
   e.resolved = std::move(j);
   return e;

@@ -76,6 +76,7 @@ struct Experiment {
   Parallel parallel;
   AttentionKernel kernel;  // kernel.attention, its entry for the cluster's GPU
   Scope scope = Scope::step;
+  int scope_layer = 0;  // the decoder layer that attention_fwd, attention_fwd_bwd and layer scopes simulate
   nlohmann::json resolved;  // the whole experiment with cluster, model and pattern inlined
 };
 

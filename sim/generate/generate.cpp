@@ -166,15 +166,16 @@ schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityMo
                                  placement::WorkCache* cache) {
   StepContext ctx(e, patterns, topo, cache);
   RankDeps ready(size_t(e.parallel.world()));
+  const int l = e.scope_layer;
   switch (e.scope) {
-    case Scope::attention_fwd: emit_attention(ctx, {Phase::forward, 0, false, false}, ready); break;
+    case Scope::attention_fwd: emit_attention(ctx, {Phase::forward, l, false, false}, ready); break;
     case Scope::attention_fwd_bwd:
-      emit_attention(ctx, {Phase::forward, 0, false, false}, ready);
-      emit_attention(ctx, {Phase::backward, 0, true, false}, ready);
+      emit_attention(ctx, {Phase::forward, l, false, false}, ready);
+      emit_attention(ctx, {Phase::backward, l, true, false}, ready);
       break;
     case Scope::layer:
-      layer_forward(ctx, 0, ready);
-      layer_backward(ctx, 0, ready);
+      layer_forward(ctx, l, ready);
+      layer_backward(ctx, l, ready);
       break;
     case Scope::step: training_step(ctx, ready); break;
   }

@@ -54,6 +54,7 @@ TEST(CliSimulate, EchoesTheResolvedExperimentAndUnusedGpus) {
                             {"ring", "double_ring"}, {"window", 2}, {"placement", "head_first"},
                             {"checkpoint", "selective"}, {"zero_stage", 1},
                              {"shuffle", "per_call"}, {"grad_comm_dtype", "fp32"}, {"ring_order", "rank"}}));
+  EXPECT_EQ(e.at("scope_layer"), 0);
   EXPECT_EQ(e.at("gpus_used"), 4);
   EXPECT_EQ(e.at("gpus_in_cluster"), 8);
   auto text = run_cli("simulate" + sets);
@@ -66,6 +67,23 @@ TEST(CliSimulate, EchoesTheResolvedExperimentAndUnusedGpus) {
                      " --set workload.pattern=dense-causal --set scope=attention_fwd");
   ASSERT_EQ(all.exit_code, 0) << all.err;
   EXPECT_THAT(all.out, ::testing::Not(HasSubstr("GPUs (dp*hp*cp)")));
+}
+
+// Layers of the default pattern differ in sparsity (layer 0 is the densest):
+// scope_layer picks which one the narrow scopes simulate.
+TEST(CliSimulate, ScopeLayerPicksTheLayer) {
+  auto flops = [](int layer) {
+    auto r = run_cli("simulate --json" + kSmall + " --set scope_layer=" + std::to_string(layer));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j.at("experiment").at("scope_layer"), layer);
+    return j.at("flops").at("model").get<double>();
+  };
+  const double l0 = flops(0), l1 = flops(1);
+  EXPECT_LT(l1, 0.5 * l0);  // topp-synthetic: layer 1 keeps a few percent, layer 0 about an eighth
+  auto bad = run_cli("simulate" + kSmall + " --set scope_layer=36");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("scope_layer"));
 }
 
 TEST(CliSimulate, TraceIsChromeJsonAndDeterministic) {
