@@ -25,7 +25,7 @@ done
 for part in contiguous zigzag stripe balanced; do
   run p_$part --set scope=attention_fwd_bwd --set parallel.partition=$part --set parallel.ring=ring
 done
-run dense_zigzag --set workload.pattern=dense-causal --set parallel.partition=zigzag --set parallel.ring=ring --set workload.seq_len=128k
+run dense_zigzag --set workload.pattern=dense-causal --set kernel.attention=fa2 --set parallel.partition=zigzag --set parallel.ring=ring --set workload.seq_len=128k
 run ulysses --set parallel.cp=1 --set parallel.hp=16 --set workload.seq_len=128k --set scope=layer
 run double_ring --set parallel.ring=double_ring --set parallel.window=4 --set scope=attention_fwd_bwd
 run sel_ckpt --set parallel.checkpoint=selective --set scope=layer

@@ -174,6 +174,9 @@ void emit_attention(StepContext& ctx, const AttentionCall& call, RankDeps& ready
   if (ctx.patterns_dynamic && !call.backward)  // every forward and every recomputation of the attention
     for (int d = 0; d < p.dp; ++d)
       for (int h = 0; h < p.hp; ++h) emit_index_building(ctx, d, h, call.phase, call.layer, ready);
+  if (ctx.patterns_dynamic && call.backward)  // the backward's own view of the block mask
+    for (int d = 0; d < p.dp; ++d)
+      for (int h = 0; h < p.hp; ++h) emit_backward_index_conversion(ctx, d, h, call.phase, call.layer, ready);
   emit_ring(ctx, call.phase, call.layer, call.backward, ready);
   if (ctx.shuffles()) shuffle_everywhere(ctx, where, ready, outs, stage, stage - 1), --stage;
   if (p.hp > 1) all_to_all_everywhere(ctx, ctx.head_groups, out, where, ready, outs, stage, stage - 1), --stage;

@@ -210,4 +210,18 @@ void emit_index_building(StepContext& ctx, int d, int h, schedule::Phase phase, 
           [&](int c) { return std::pair{V{buf[size_t(c)].t.index}, V{buf[size_t(c)].t.index}}; });
 }
 
+void emit_backward_index_conversion(StepContext& ctx, int d, int h, schedule::Phase phase, int layer,
+                                    RankDeps& ready) {
+  const Experiment& e = ctx.e;
+  const int64_t cp = e.parallel.cp, B = e.workload.batch, nb = index_sizes(e).blocks;
+  const int64_t H = placement::head_shard(e.model, e.parallel.hp, h).heads;
+  const int64_t bytes = kColReverseBytesPerElement * cp * B * H * nb * nb;
+  for (int c = 0; c < e.parallel.cp; ++c) {
+    const int r = ctx.rank(d, h, c);
+    const OpId id = ctx.compute(r, OpKind::index_build, {phase, layer, -1}, {0.0, 0, ctx.local_tokens(), bytes}, ready);
+    const int index = attention_tensors(ctx, r, phase).index;
+    ctx.access(id, {index}, {index});
+  }
+}
+
 }  // namespace rm::generate

@@ -58,21 +58,45 @@ inline int64_t dkv_message_bytes(int64_t tokens, int kv_heads, int head_dim, int
   return kv_message_bytes(tokens, kv_heads, head_dim, batch) * grad_bytes(d) / kBf16Bytes;
 }
 
-// The per-step merge of a ring step's partial result into the rank's
-// accumulators, as memory traffic: every accumulator is read once and written
-// once (online-softmax rescale; the step's partial itself is the kernel's
-// output, in registers when fused as in MTraining's Triton kernel).
-// Forward: O (fp32) and LSE (fp32) of `tokens` queries x `heads`.
-inline int64_t merge_fwd_bytes(int64_t tokens, int heads, int head_dim, int batch) {
-  return 2 * tokens * heads * (head_dim + 1) * batch * kFp32Bytes;
+// Whether the attention kernel merges each ring step into the running O and LSE
+// itself: MTraining's Triton `block_bar_attn_fwd` (pit_sparse_flash_attention_v3_triton.py)
+// takes O and LSE, loads them in its epilogue and stores the merged pair; a
+// FlashAttention kernel returns the step's partial for a separate update.
+inline bool merges_in_kernel(const AttentionKernel& k) { return k.name == "block_sparse"; }
+
+// The forward merge of one ring step over `tokens` queries x `heads`, as memory traffic.
+// In the kernel (MTraining): the running O (bf16, q's dtype: `torch.zeros_like(q)`) and
+// LSE (fp32) read and written, 2·(2D + 4) B per query and head. Separate (ring-flash-
+// attention's `update_out_and_lse`, counted as one fused pass): the partial O (bf16) and
+// LSE (fp32) read, the fp32 O and LSE read and written, (2D + 4) + 2·(4D + 4) B.
+inline int64_t merge_fwd_bytes(int64_t tokens, int heads, int head_dim, int batch, bool in_kernel) {
+  const int64_t per = in_kernel ? 2 * (head_dim * kBf16Bytes + kFp32Bytes)
+                                : head_dim * kBf16Bytes + kFp32Bytes + 2 * (head_dim + 1) * kFp32Bytes;
+  return tokens * heads * batch * per;
 }
-// Backward: dQ (fp32) and, when a dK/dV sum came with the block, that sum
-// (`grad_comm_dtype`, `kv_heads` heads).
+// The backward merge of one ring step (minfer_striped.py / minfer_dr_striped.py): `dq +=
+// step_dq` (fp32 accumulator from `bar_attn_bwd`, bf16 partial from `block_attn_bwd`);
+// for dK and dV the bf16 partial read and the sum written in `grad_comm_dtype`
+// (`dk = step_dk.to(float32)` at an inner ring's first step) plus, when a sum came with
+// the block (`dkv_sum`), that sum read (`dk = next_dk; dk += step_dk`).
 inline int64_t merge_bwd_bytes(int64_t tokens, int heads, int kv_heads, int head_dim, int batch, bool dkv_sum,
                                GradDtype d) {
-  const int64_t dq = tokens * heads * head_dim * batch * kFp32Bytes;
-  const int64_t dkv = dkv_sum ? dkv_message_bytes(tokens, kv_heads, head_dim, batch, d) : 0;
-  return 2 * (dq + dkv);
+  const int64_t dq = tokens * heads * head_dim * batch * (2 * kFp32Bytes + kBf16Bytes);
+  const int64_t g = dkv_message_bytes(tokens, kv_heads, head_dim, batch, d);
+  return dq + kv_message_bytes(tokens, kv_heads, head_dim, batch) + g + (dkv_sum ? g : 0);
 }
+// A two-level ring's outer dK/dV addition after every round but the first
+// (minfer_dr_striped.py, `minfer_dr_stripe_backward_outer`: `dk = next_dk; dk += step_dk`,
+// both sums in `grad_comm_dtype`): two sums read, one written.
+inline int64_t outer_dkv_add_bytes(int64_t tokens, int kv_heads, int head_dim, int batch, GradDtype d) {
+  return 3 * dkv_message_bytes(tokens, kv_heads, head_dim, batch, d);
+}
+
+// `convert_blockmask_col_reverse` (block_sparse_attn_interface.py), the backward's
+// conversion of the [.., nb, nb] slash block mask into per-column block lists, per
+// element: the cast to uint8 (1 + 1), the stable sort's values (1) and int64 indices
+// (8) written, the masked fill (values read 1, indices written 8), the flip (8 + 8),
+// transpose + contiguous (8 + 8), int64 -> int32 (8 + 4).
+inline constexpr int64_t kColReverseBytesPerElement = 64;
 
 }  // namespace rm::generate

@@ -124,11 +124,11 @@ RingBuffers ring_buffers(StepContext& ctx, int r, schedule::Phase phase, int O, 
   return b;
 }
 
-// The merge of step k's partial result into the rank's accumulators, after its
-// attention op (k > 0), as memory traffic (layer_costs.hpp): forward O and LSE;
-// backward dQ and, when a dK|dV sum came with the block (`arrived`, from the
-// recv `arrived_op`), that sum and the step's partial — the compute stream
-// waits for that transfer here, as MTraining's ring does before `dk += step_dk`.
+// The merge of step k's result into the rank's accumulators, after its attention op
+// (k > 0), as memory traffic (layer_costs.hpp): forward O and LSE; backward dQ and
+// the step's dK|dV partial (`part`) with, when a dK|dV sum came with the block
+// (`arrived`, from the recv `arrived_op`), that sum — the compute stream waits for
+// that transfer here, as MTraining's ring does before `dk += step_dk`.
 // The sum itself is what the next dK|dV send carries (it adds its reads).
 OpId emit_merge(StepContext& ctx, int r, const RingBuffers& b, schedule::Where where, bool backward, OpId arrived_op,
                 int arrived, int part, OpId attention) {
@@ -137,7 +137,7 @@ OpId emit_merge(StepContext& ctx, int r, const RingBuffers& b, schedule::Where w
   const int64_t T = e.workload.seq_len / e.parallel.cp;
   const int D = e.model.head_dim, B = e.workload.batch;
   const int64_t bytes = backward ? merge_bwd_bytes(T, s.heads, s.kv_heads, D, B, arrived >= 0, e.parallel.grad_comm_dtype)
-                                 : merge_fwd_bytes(T, s.heads, D, B);
+                                 : merge_fwd_bytes(T, s.heads, D, B, merges_in_kernel(e.kernel));
   std::vector<OpId> deps{attention};
   append(deps, arrived_op);
   const OpId id = ctx.b.compute(r, ctx.streams[size_t(r)].compute, OpKind::elementwise, where, {0.0, 0, T * B, bytes},
@@ -145,10 +145,26 @@ OpId emit_merge(StepContext& ctx, int r, const RingBuffers& b, schedule::Where w
   if (!backward) {
     ctx.access(id, {b.t.o, b.t.lse}, {b.t.o, b.t.lse});
   } else {
-    std::vector<int> reads{b.t.dq};
-    if (arrived >= 0) reads.insert(reads.end(), {part, arrived});
+    std::vector<int> reads{b.t.dq, part};
+    if (arrived >= 0) reads.push_back(arrived);
     ctx.access(id, std::move(reads), {b.t.dq});
   }
+  return id;
+}
+
+// A two-level ring's outer dK|dV addition at the end of round so > 0 on rank c's
+// compute stream, once the round's sum (`round`) and the one from earlier nodes
+// (`arrived`, its recv `arrived_op`) are here. A cost op: the outer send that follows
+// carries the sum (it adds its reads), so this writes nothing.
+OpId emit_outer_add(StepContext& ctx, int r, schedule::Where where, std::vector<OpId> deps, int round, int arrived) {
+  const Experiment& e = ctx.e;
+  const placement::HeadShard s = placement::head_shard(e.model, e.parallel.hp, ctx.coord[size_t(r)].h);
+  const int64_t T = e.workload.seq_len / e.parallel.cp;
+  const int64_t bytes =
+      outer_dkv_add_bytes(T, s.kv_heads, e.model.head_dim, e.workload.batch, e.parallel.grad_comm_dtype);
+  const OpId id = ctx.b.compute(r, ctx.streams[size_t(r)].compute, OpKind::elementwise, where,
+                                {0.0, 0, T * e.workload.batch, bytes}, std::move(deps));
+  ctx.access(id, {round, arrived}, {});
   return id;
 }
 
@@ -259,7 +275,8 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
           const bool sum = backward && si > 0;  // a dK|dV sum came with this block
           last_compute[size_t(c)] =
               emit_merge(ctx, r, b, where, backward, sum ? dkv_inner_arrived[size_t(c)] : -1,
-                         sum ? b.dkv_inner[(k - 1) % 2] : -1, sum ? b.dkv_part[size_t(k)] : -1, last_compute[size_t(c)]);
+                         sum ? b.dkv_inner[(k - 1) % 2] : -1, backward ? b.dkv_part[size_t(k)] : -1,
+                         last_compute[size_t(c)]);
         }
       }
       if (backward && I > 1) {
@@ -285,10 +302,21 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
       }
     }
     if (backward && O > 1) {
-      // The node's share of the block that entered here joins the sum from earlier nodes.
+      // The node's share of the block that entered here joins the sum from earlier
+      // nodes: added on the compute stream once both are here (rounds after the first).
+      auto round_sum = [&](int c) {
+        const RingBuffers& b = buf[size_t(c)];
+        return I > 1 ? b.dkv_round[size_t(so)] : b.dkv_part[size_t(so * I + I - 1)];
+      };
       for (int c = 0; c < cp; ++c) {
         deps[size_t(c)] = {last_compute[size_t(c)]};
         append(deps[size_t(c)], dkv_inner_arrived[size_t(c)]);
+        if (so > 0) {
+          append(deps[size_t(c)], dkv_outer_arrived[size_t(c)]);
+          last_compute[size_t(c)] = emit_outer_add(ctx, g.rank[size_t(c)], {phase, layer, so * I + I - 1},
+                                                   deps[size_t(c)], round_sum(c), buf[size_t(c)].dkv_outer[(so - 1) % 2]);
+          deps[size_t(c)] = {last_compute[size_t(c)]};
+        }
       }
       auto ids = shift(ctx, g, outer_next, &RankStreams::dkv_outer, dkv, {phase, layer, so * I + I - 1},
                        kTagDkvOuter, deps);
@@ -296,9 +324,8 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
       set_shift(
           ids,
           [&](int c) {
-            const RingBuffers& b = buf[size_t(c)];
-            std::vector<int> r{I > 1 ? b.dkv_round[size_t(so)] : b.dkv_part[size_t(so * I + I - 1)]};
-            if (so > 0) r.push_back(b.dkv_outer[(so - 1) % 2]);
+            std::vector<int> r{round_sum(c)};
+            if (so > 0) r.push_back(buf[size_t(c)].dkv_outer[(so - 1) % 2]);
             return r;
           },
           [&](int c) { return so + 1 < O ? buf[size_t(c)].dkv_outer[so % 2] : buf[size_t(c)].t.dkv; });

@@ -16,8 +16,10 @@
 // where it entered the node), after each round an outer one; the last one
 // delivers every rank's own dK/dV.
 // After every compute but the first, an elementwise merge op carries the
-// memory traffic of merging the step's partial into the accumulators (O, LSE;
-// backward dQ and the dK/dV sum that came with the block; layer_costs.hpp).
+// memory traffic of merging the step into the accumulators (O, LSE; backward dQ
+// and the step's dK/dV with the sum that came with the block; layer_costs.hpp).
+// A two-level backward adds, after every round but the first, the round's dK/dV
+// sum to the one from earlier nodes on the compute stream before the outer send.
 // Every op names its buffers (docs/generators.md, "Buffers"): a compute reads
 // Q and the K/V slot of its step, a send the slot the step computes on, a
 // recv the slot the next step reads; each attention op says its query and key

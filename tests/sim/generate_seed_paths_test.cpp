@@ -1,8 +1,9 @@
 // The seeds' real code paths in the generators (issue 8, section 3 and the
 // per-step merge of section 4): the stripe / zigzag shuffle per attention call
 // or once (`parallel.shuffle`), the dK/dV wire dtype (`parallel.grad_comm_dtype`),
-// the flat ring's order (`parallel.ring_order`), the merge of every ring step,
-// and MTraining's online index building in both selection modes. Expected
+// the flat ring's order (`parallel.ring_order`), the merge of every ring step and
+// the outer dK/dV additions of the hierarchical ring, and MTraining's online index
+// building in both selection modes with the backward's second conversion. Expected
 // counts and sizes are worked out here by hand from the seeds' code, not read
 // back from the generator's formulas.
 #include <algorithm>
@@ -180,26 +181,77 @@ TEST(RingOrder, BadCombinationsNameTheKey) {
 // ---- the per-step merge ------------------------------------------------------------------
 
 TEST(Merge, EveryStepAfterTheFirstMergesItsAccumulatorsAsMemoryTraffic) {
+  const int64_t T = kTokens, H = 16, Hkv = 2, D = 128;
   for (auto [name, g_bytes] : {std::pair{"fp32", int64_t(4)}, std::pair{"bf16", int64_t(2)}}) {
     auto g = dense({"parallel.cp=4", "scope=attention_fwd_bwd", std::string("parallel.grad_comm_dtype=") + name});
-    const int64_t T = kTokens, H = 16, Hkv = 2, D = 128;
     for (int r = 0; r < 4; ++r) {
       auto fwd = ops_of(g.s, r, Phase::forward, OpKind::elementwise);
       ASSERT_EQ(fwd.size(), 3u);
       for (const Op* op : fwd) {
         EXPECT_GE(op->step, 1);
-        EXPECT_EQ(op->bytes, 2 * T * H * (D + 1) * 4);  // fp32 O and LSE read and written once
+        // MTraining's kernel merges in its epilogue: running O (bf16) and LSE (fp32) read and written.
+        EXPECT_EQ(op->bytes, T * H * (2 * D * 2 + 2 * 4));
         EXPECT_GT(op->id, 0);
         EXPECT_EQ(g.s.ops[size_t(op->id - 1)].kind, OpKind::attn_fwd);  // right after its step's attention
       }
-      // Backward (flat ring): dQ (fp32) and the dK|dV sum that came with the block (grad dtype).
+      // Backward (flat ring): dq += step_dq (fp32 read and written, bf16 partial read), and
+      // dk, dv = the arrived sum (grad dtype) + the step's bf16 partial, written in grad dtype.
       auto bwd = ops_of(g.s, r, Phase::backward, OpKind::elementwise);
       ASSERT_EQ(bwd.size(), 3u);
-      for (const Op* op : bwd) EXPECT_EQ(op->bytes, 2 * (T * H * D * 4 + 2 * T * Hkv * D * g_bytes));
+      for (const Op* op : bwd)
+        EXPECT_EQ(op->bytes, T * H * D * (4 + 2 + 4) + 2 * T * Hkv * D * (g_bytes + 2 + g_bytes));
     }
   }
+  // A FlashAttention kernel returns a partial: it is read (bf16 O, fp32 LSE) and the fp32
+  // O and LSE accumulators are read and written (ring-flash-attention's update_out_and_lse).
+  auto fa2 = dense({"parallel.cp=4", "scope=attention_fwd", "kernel.attention=fa2"});
+  for (const Op* op : ops_of(fa2.s, 0, Phase::forward, OpKind::elementwise))
+    EXPECT_EQ(op->bytes, T * H * ((D * 2 + 4) + 2 * (D * 4 + 4)));
   // A ring of one merges nothing.
   EXPECT_EQ(count(dense({"scope=attention_fwd_bwd"}).s, 0, OpKind::elementwise), 0);
+}
+
+TEST(Merge, HierarchicalBackwardAddsTheOuterDkvSumsOnTheComputeStream) {
+  // cp = 16 on 8-GPU nodes: 2 rounds of 8 inner steps; 512 tokens per rank, fp32 dK|dV.
+  auto g = dense({"parallel.cp=16", "parallel.partition=stripe", "parallel.ring=hierarchical", "scope=attention_fwd_bwd"});
+  const int64_t T = 8192 / 16, H = 16, Hkv = 2, D = 128, dkv = 2 * T * Hkv * D * 4;
+  const auto& s = g.s;
+  for (int r : {0, 9}) {
+    auto ew = ops_of(s, r, Phase::backward, OpKind::elementwise);
+    // 15 merges (steps 1..15) and one outer addition (round 1: `dk = next_dk; dk += step_dk`).
+    ASSERT_EQ(ew.size(), 16u);
+    std::vector<const Op*> adds;
+    for (const Op* op : ew) {
+      std::vector<std::string> reads;
+      for (int b : s.access_of(*op)->reads) reads.push_back(s.buffers[size_t(b)].name);
+      if (std::find(reads.begin(), reads.end(), "dkv.outer0") != reads.end()) adds.push_back(op);
+    }
+    ASSERT_EQ(adds.size(), 1u);
+    const Op& add = *adds[0];
+    EXPECT_EQ(add.bytes, 3 * dkv);  // two fp32 sums read, one written
+    EXPECT_EQ(add.step, 15);
+    EXPECT_EQ(add.stream, ew.front()->stream);  // on the compute stream
+    EXPECT_TRUE(s.access_of(add)->writes.empty());
+    // It waits for the outer recv that brought the earlier nodes' sum, and the outer send waits for it.
+    bool waits_outer = false;
+    for (OpId d : add.deps) waits_outer |= s.ops[size_t(d)].kind == OpKind::recv && s.ops[size_t(d)].tag == kTagDkvOuter;
+    EXPECT_TRUE(waits_outer);
+    bool send_after = false;
+    for (const Op& op : s.ops)
+      if (op.rank == r && op.kind == OpKind::send && op.tag == kTagDkvOuter)
+        send_after |= std::find(op.deps.begin(), op.deps.end(), add.id) != op.deps.end();
+    EXPECT_TRUE(send_after);
+    // The round's first step (k = 8) brings no inner sum: dk = step_dk.to(float32).
+    for (const Op* op : ew) {
+      if (op->step == 8 && op != &add) {
+        EXPECT_EQ(op->bytes, T * H * D * 10 + 2 * T * Hkv * D * (2 + 4));
+      }
+    }
+  }
+  // A flat ring adds nothing outside its steps.
+  EXPECT_EQ(count(dense({"parallel.cp=16", "parallel.partition=stripe", "scope=attention_fwd_bwd"}).s, 0,
+                  OpKind::elementwise, int(Phase::backward)),
+            15);
 }
 
 // ---- index building --------------------------------------------------------------------
@@ -260,7 +312,23 @@ TEST(IndexBuilding, OpSequenceAndSizesPerSelectionMode) {
     for (const Op& op : g.s.ops) gathers += op.rank == 1 && op.phase == Phase::forward && op.tag == kTagIndexGather;
     EXPECT_EQ(gathers, 2);
     EXPECT_EQ(count(g.s, 1, OpKind::index_build, int(Phase::forward)), (c.top_p ? 3 : 1) + 4);
-    EXPECT_EQ(count(g.s, 0, OpKind::index_build, int(Phase::backward)), 0);
+    // The backward converts the recomputation's block mask once more, per rank
+    // (convert_blockmask_col_reverse): 64 bytes per element of [cp, B, H, nb, nb].
+    for (int r = 0; r < 4; ++r) {
+      auto conv = ops_of(g.s, r, Phase::backward, OpKind::index_build);
+      ASSERT_EQ(conv.size(), 1u);
+      const int64_t nb = N / 128;
+      EXPECT_EQ(conv[0]->bytes, 64 * 4 * H * nb * nb);
+      const auto* a = g.s.access_of(*conv[0]);
+      ASSERT_EQ(a->reads.size(), 1u);
+      EXPECT_EQ(g.s.buffers[size_t(a->reads[0])].name, "index.re");
+      // before the ring backward: the first attention op of the pass comes after it
+      for (const Op& op : g.s.ops)
+        if (op.rank == r && op.kind == OpKind::attn_bwd) {
+          EXPECT_GT(op.id, conv[0]->id);
+          break;
+        }
+    }
   }
 }
 
