@@ -81,9 +81,9 @@ AlignedLayout aligned_layout(BlockOwners q, BlockOwners k, BlockShape s) {
   AlignedLayout out{std::move(q), std::move(k), 0, {}, {}};
   out.k_period = owner_period(out.k.owner);
   out.k_segments = owner_segments(out.k.owner);
-  // Frames pay only if building them costs less than one head's row sweep.
-  const auto sweep = static_cast<double>(nq) * static_cast<double>(std::min<int64_t>(out.k_period, static_cast<int64_t>(out.k_segments.size())));
-  out.frames = choose_frames(out.q.owner, out.k.owner, r, sweep);
+  // Frames are kept only when a call is estimated cheaper than a row sweep by period or segments.
+  const auto rows = std::min<int64_t>(out.k_period, static_cast<int64_t>(out.k_segments.size()));
+  out.frames = choose_frames(out.q.owner, out.k.owner, r, static_cast<double>(nq) * static_cast<double>(rows));
   return out;
 }
 

@@ -29,11 +29,13 @@ std::vector<int> frame_types(const std::vector<int>& owner, int64_t len, int64_t
   return out;
 }
 
-// Building the frames once (frame pairs, distance table) and one call's fill
-// of the owner matrix: what choose_frames minimises.
-double build_cost(double frames, double tq, double tk, double p, double pk) {
-  return frames * frames / 2 + tq * tk * (frames + p * pk);
-}
+// What choose_frames minimises: one add_frame_blocks call (its fill of the
+// owner matrix, and 2 reads per offset and type pair, taking nk/8 offsets —
+// a head's real count decides later whether frames are used at all).
+double call_cost(double tq, double tk, double p, double pk, double nk) { return tq * tk * (p * pk + nk / 4); }
+
+// make_frames pairs every two frames once: bound that (about 50 ms).
+constexpr double kMaxFramePairs = double(1 << 26);
 
 // Polynomial hashes of every window of a padded owner sequence, two moduli:
 // distinct frames almost surely hash apart. They only steer the choice of p;
@@ -100,14 +102,15 @@ Frames choose_frames(const std::vector<int>& q_owner, const std::vector<int>& k_
   const WindowHash qh(q_owner, 2 * nq), kh(k_owner, 2 * nq * r);
   double best = limit;
   int64_t best_p = 0;
+  const auto nk = static_cast<double>(nq * r);
   for (int64_t p = 1; p <= nq; ++p) {
     const auto frames = (nq + p - 1) / p;
     const auto fp = static_cast<double>(p), fpk = static_cast<double>(p * r), ff = static_cast<double>(frames);
-    if (build_cost(1, 1, 1, fp, fpk) >= best) break;  // the fill alone grows with p
-    if (build_cost(ff, 1, 1, fp, fpk) >= best) continue;
+    if (call_cost(1, 1, fp, fpk, nk) >= best) break;  // the fill alone grows with p
+    if (ff * ff / 2 > kMaxFramePairs) continue;
     const auto tq = static_cast<double>(distinct_frames(qh, p, frames));
-    if (build_cost(ff, tq, 1, fp, fpk) >= best) continue;
-    const double c = build_cost(ff, tq, static_cast<double>(distinct_frames(kh, p * r, frames)), fp, fpk);
+    if (call_cost(tq, 1, fp, fpk, nk) >= best) continue;
+    const double c = call_cost(tq, static_cast<double>(distinct_frames(kh, p * r, frames)), fp, fpk, nk);
     if (c < best) best = c, best_p = p;
   }
   return best_p ? make_frames(q_owner, k_owner, r, best_p) : Frames{};

@@ -33,8 +33,9 @@ struct Frames {
 // k_owner.size() <= q_owner.size() * r.
 Frames make_frames(const std::vector<int>& q_owner, const std::vector<int>& k_owner, int64_t r, int64_t p);
 
-// make_frames for the p of least frame_build_cost (found from rolling hashes of
-// the frames, so in O(n log n)), or p = 0 when even that costs `limit` or more.
+// make_frames for the p whose add_frame_blocks call is estimated cheapest
+// (distinct frames counted by rolling hashes, O(n log n) over all p), or p = 0
+// when even that costs `limit` or more.
 Frames choose_frames(const std::vector<int>& q_owner, const std::vector<int>& k_owner, int64_t r, double limit);
 
 // Estimated work of one add_frame_blocks call with `offsets` offsets.
