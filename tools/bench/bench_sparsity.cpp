@@ -7,7 +7,8 @@
 //   bench_sparsity [pattern.json] [--seq-len N] [--ranks W]
 // With --vs-partitions: every partition (contiguous, zigzag, stripe of 1, 64,
 // 100, 128, 256 tokens, balanced) of the shipped vertical-slash patterns at
-// --seq-len (default 1M) x --ranks (default 64), each case timed.
+// --seq-len (default 1M) x --ranks (default 64), each case timed, with an
+// FNV-1a hash of all its (blocks, nnz) to compare builds.
 // With --dense-family: every dense-family pattern (dense and document
 // masks, causal and full) under every partition at 1M tokens x 64 ranks
 // (dense_family_cases below), one line and one time per case.
