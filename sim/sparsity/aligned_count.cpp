@@ -78,9 +78,12 @@ AlignedLayout aligned_layout(BlockOwners q, BlockOwners k, BlockShape s) {
   const auto nq = std::max(static_cast<int64_t>(q.owner.size()), (static_cast<int64_t>(k.owner.size()) + r - 1) / r);
   q.owner.resize(static_cast<size_t>(nq), -1);
   k.owner.resize(static_cast<size_t>(nq * r), -1);
-  AlignedLayout out{std::move(q), std::move(k), 0, {}};
+  AlignedLayout out{std::move(q), std::move(k), 0, {}, {}};
   out.k_period = owner_period(out.k.owner);
   out.k_segments = owner_segments(out.k.owner);
+  // Frames are kept only when a call is estimated cheaper than a row sweep by period or segments.
+  const auto rows = std::min<int64_t>(out.k_period, static_cast<int64_t>(out.k_segments.size()));
+  out.frames = choose_frames(out.q.owner, out.k.owner, r, static_cast<double>(nq) * static_cast<double>(rows));
   return out;
 }
 
@@ -111,8 +114,13 @@ void add_relative_blocks(const AlignedLayout& layout, int64_t r, const std::vect
   int64_t owned = 0;
   for (const auto& sg : segs) owned += sg.end - sg.begin;
   const double mean_seg = segs.empty() ? 1.0 : static_cast<double>(owned) / static_cast<double>(segs.size());
-  const bool walk = !periodic && 2.0 * static_cast<double>(rruns.size()) + static_cast<double>(offset.size()) / mean_seg <
-                                     static_cast<double>(segs.size());
+  const double walk_row = 2.0 * static_cast<double>(rruns.size()) + static_cast<double>(offset.size()) / mean_seg;
+  const bool walk = !periodic && walk_row < static_cast<double>(segs.size());
+  const double row = periodic ? static_cast<double>(period) : std::min(walk_row, static_cast<double>(segs.size()));
+  if (layout.frames.p > 0 && frame_sweep_cost(layout.frames, offset.size()) < static_cast<double>(nq) * row) {
+    add_frame_blocks(layout.frames, offset, pairs, wk, out);
+    return;
+  }
   std::vector<size_t> first_seg;  // first segment with end > key block x, x in [0, nk]
   if (walk) {
     first_seg.resize(static_cast<size_t>(nk + 1));

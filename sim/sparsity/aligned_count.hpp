@@ -6,12 +6,15 @@
 // and non-zeros are slash pairs + vertical pairs - (vertical and slash) pairs.
 // Counts per (query owner, key owner) come from one sweep over query blocks;
 // the key owners hit by SB(i) are read from residue histograms when the
-// ownership is periodic (stripe) or from owner segments otherwise.
+// ownership is periodic (stripe) or from owner segments otherwise — or, when
+// few distinct frames make up the ownership (balanced), per frame pair
+// (frame_sweep.hpp), whichever is estimated cheapest.
 #pragma once
 
 #include <vector>
 
 #include "sim/sparsity/block_owners.hpp"
+#include "sim/sparsity/frame_sweep.hpp"
 #include "sim/sparsity/head_pattern.hpp"
 #include "sim/sparsity/tile_cost.hpp"
 
@@ -19,13 +22,14 @@ namespace rm::sparsity {
 
 bool aligned_supported(const HeadPattern& p, BlockShape s);
 
-// Who holds each query block and key block, with the key side's period and
-// segments precomputed (a partition is counted against every head).
+// Who holds each query block and key block, with the key side's period,
+// segments and frames precomputed (a partition is counted against every head).
 struct AlignedLayout {
   BlockOwners q;                       // per Bq block
   BlockOwners k;                       // per Bk block, k.owner.size() == q.owner.size() * Bq/Bk
   int64_t k_period = 0;                // owner_period(k.owner)
   std::vector<OwnerSegment> k_segments;  // owner_segments(k.owner)
+  Frames frames;                       // choose_frames, when cheaper than a per-row sweep
 };
 AlignedLayout aligned_layout(BlockOwners q, BlockOwners k, BlockShape s);  // pads both to one token range
 

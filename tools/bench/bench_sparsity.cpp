@@ -7,7 +7,8 @@
 //   bench_sparsity [pattern.json] [--seq-len N] [--ranks W]
 // With --vs-partitions: every partition (contiguous, zigzag, stripe of 1, 64,
 // 100, 128, 256 tokens, balanced) of the shipped vertical-slash patterns at
-// --seq-len (default 1M) x --ranks (default 64), each case timed.
+// --seq-len (default 1M) x --ranks (default 64), each case timed, with an
+// FNV-1a hash of all its (blocks, nnz) to compare builds.
 // With --dense-family: every dense-family pattern (dense and document
 // masks, causal and full) under every partition at 1M tokens x 64 ranks
 // (dense_family_cases below), one line and one time per case.
@@ -58,14 +59,20 @@ nlohmann::json default_pattern() { return embedded_pattern("topp-synthetic"); }
 void all_heads(const SparsityModel& model, const std::vector<TokenSet>& ranks, const char* what) {
   const bool tty = isatty(STDERR_FILENO);
   int64_t blocks = 0;
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a over every pair's (blocks, nnz): equal counts across builds
+  auto mix = [&](int64_t v) { hash = (hash ^ static_cast<uint64_t>(v)) * 1099511628211ull; };
   Timer t;
   for (int l = 0; l < model.layers(); ++l) {
     if (tty) std::fprintf(stderr, "\r  %s: layer %d/%d", what, l + 1, model.layers());
     for (int h = 0; h < model.heads(); ++h)
-      for (const auto& c : pair_costs(model.head(l, h), ranks, {})) blocks += c.blocks;
+      for (const auto& c : pair_costs(model.head(l, h), ranks, {})) {
+        blocks += c.blocks;
+        mix(c.blocks), mix(c.nnz);
+      }
   }
   if (tty) std::fprintf(stderr, "\r\033[K");
-  std::printf("  %-30s %s  (blocks %lld)\n", what, t.str().c_str(), static_cast<long long>(blocks));
+  std::printf("  %-30s %s  (blocks %lld, hash %016llx)\n", what, t.str().c_str(), static_cast<long long>(blocks),
+              static_cast<unsigned long long>(hash));
 }
 
 // Section 6 of issue 8: every partition of the vertical-slash patterns.
@@ -85,10 +92,16 @@ void vertical_slash_partitions(int64_t seq_len, int w) {
     }
     Timer t;
     std::vector<double> work(static_cast<size_t>(seq_len / 128), 0.0);
+    uint64_t hash = 14695981039346656037ull;
     for (int l = 0; l < model.layers(); ++l)
       for (int h = 0; h < model.heads(); ++h)
-        for (size_t i = 0; const auto& c : chunk_row_costs(model.head(l, h), seq_len, 128, {})) work[i++] += double(c.blocks);
-    std::printf("  %-30s %s  (chunk_row_costs, the balanced partition's input)\n", "balanced", t.str().c_str());
+        for (size_t i = 0; const auto& c : chunk_row_costs(model.head(l, h), seq_len, 128, {})) {
+          work[i++] += double(c.blocks);
+          hash = (hash ^ static_cast<uint64_t>(c.blocks)) * 1099511628211ull;
+          hash = (hash ^ static_cast<uint64_t>(c.nnz)) * 1099511628211ull;
+        }
+    std::printf("  %-30s %s  (chunk_row_costs, the balanced partition's input; hash %016llx)\n", "balanced",
+                t.str().c_str(), static_cast<unsigned long long>(hash));
     all_heads(model, rm::placement::periodic_partition(seq_len, w, 128, rm::placement::balance_periods(work, w)), "balanced");
   }
 }
