@@ -28,7 +28,8 @@ AttentionCall CostModel::attention_call(const schedule::Schedule& s, const sched
   auto set = [&](int id) { return id >= 0 && size_t(id) < s.token_sets.size() ? &s.token_sets[size_t(id)] : nullptr; };
   if (d && set(d->q_tokens) && set(d->kv_tokens)) {
     const schedule::TokenSet& q = *set(d->q_tokens);
-    a.causal = d->mask == schedule::Mask::causal && q == *set(d->kv_tokens);
+    a.causal_mask = d->mask == schedule::Mask::causal;
+    a.causal = a.causal_mask && q == *set(d->kv_tokens);
     a.tokens = double(q.size());
   }
   return a;
@@ -36,11 +37,14 @@ AttentionCall CostModel::attention_call(const schedule::Schedule& s, const sched
 
 double CostModel::attention_work_seconds(const AttentionCall& a) const {
   double work = a.flops;
+  const double tile_work = a.blocks > 0 ? tile_kernel_flops(a.blocks, tile_.bq, tile_.bk, tile_.head_dim, a.backward) : 0;
   // A tile kernel pays for every entry of every tile it executes, however few
   // the mask allows; FlashAttention's measured rates already fold in its masking.
-  if (kernel_.work == KernelWork::tiles && a.blocks > 0)
-    work = std::max(work, tile_kernel_flops(a.blocks, tile_.bq, tile_.bk, tile_.head_dim, a.backward));
-  return work > 0 ? work / (attention_tflops(a.backward, a.causal, a.tokens) * 1e12) : 0.0;
+  if (kernel_.work == KernelWork::tiles) work = std::max(work, tile_work);
+  // A dense kernel whose tiles the causal mask cuts must run its causal mask,
+  // diagonal call or not (attention_call). Tile kernels (MTraining's) apply it at step 0 only.
+  const bool cut = kernel_.work == KernelWork::allowed_pairs && a.causal_mask && a.flops < tile_work * (1 - 1e-9);
+  return work > 0 ? work / (attention_tflops(a.backward, a.causal || cut, a.tokens) * 1e12) : 0.0;
 }
 
 double CostModel::attention_seconds(const AttentionCall& a) const {

@@ -51,6 +51,7 @@ struct AttentionCall {
   bool backward = false;
   bool causal = true;    // the kernel runs with its causal mask (the diagonal call); false: full
   double tokens = 0;     // query tokens of one sequence in the call: the table's size key
+  bool causal_mask = false;  // the call's mask is causal (its descriptor says so), diagonal or not
 };
 
 class CostModel {
@@ -74,6 +75,10 @@ class CostModel {
   // sees whole tiles allowed or masked, and ring implementations call the kernel
   // without its causal flag there (ring-flash-attention's zigzag, MTraining's
   // stripe ring: causal only at step 0). Without a descriptor: causal, op.tokens.
+  // attention_seconds adds one case: a dense kernel (fa2, fa3) whose causal
+  // mask cuts its tiles off the diagonal (stripes narrower than a tile) runs
+  // causal, as ring-flash-attention's stripe calls the causal kernel on shifted
+  // slices at every step.
   static AttentionCall attention_call(const schedule::Schedule& s, const schedule::Op& op);
 
   // Seconds of one attention call: launch + work / (attention_tflops x 1e12), where

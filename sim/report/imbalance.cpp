@@ -135,7 +135,7 @@ ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityMo
             const int source = src[size_t(k)][size_t(c)];
             // tokens per call and the diagonal (causal) call, as CostModel::attention_call reads them off an op
             secs[g][size_t(k)] = cost.attention_seconds(
-                {flops, blocks, false, source == c, double(ranks[size_t(c)].size())});
+                {flops, blocks, false, source == c, double(ranks[size_t(c)].size()), m.causal()});
             flops_sum[source == c ? 0 : 1] += flops;
             blocks_sum[source == c ? 0 : 1] += blocks;
           }

@@ -98,6 +98,24 @@ TEST(KernelTable, DenseKernelsChargeAllowedPairsTileKernelsChargeExecutedTiles) 
   EXPECT_DOUBLE_EQ(tiles.attention_seconds({0, 0, false, true, 1024}), 5e-6);  // an empty call: the launch
 }
 
+// Off the diagonal, a causal mask that cuts the call's tiles (a stripe narrower
+// than a tile) makes a dense kernel run causal; whole tiles run full. A tile
+// kernel (MTraining's) keeps its causal mask for the diagonal call only.
+TEST(KernelTable, DenseKernelsRunCausalWhereTheMaskCutsTheirTiles) {
+  const Cluster c = cluster("a100-40g-4x8-hdr");  // launch 5 us; fwd full 100 at 1024, causal 80
+  const CostModel dense(c, parse(table("allowed_pairs"), c));
+  const CostModel tiles(c, parse(table("tiles"), c));
+  const double per_tile = 4.0 * 128 * 64 * 128;
+  const AttentionCall cut{0.5 * 1000 * per_tile, 1000, false, false, 1024, true};
+  const AttentionCall whole{1000 * per_tile, 1000, false, false, 1024, true};
+  AttentionCall unmasked = cut;
+  unmasked.causal_mask = false;
+  EXPECT_NEAR(dense.attention_seconds(cut), 5e-6 + cut.flops / 80e12, 1e-15);
+  EXPECT_NEAR(dense.attention_seconds(whole), 5e-6 + whole.flops / 100e12, 1e-15);
+  EXPECT_NEAR(dense.attention_seconds(unmasked), 5e-6 + unmasked.flops / 100e12, 1e-15);
+  EXPECT_NEAR(tiles.attention_seconds(cut), 5e-6 + 1000 * per_tile / 100e12, 1e-15);
+}
+
 TEST(KernelTable, AttentionCallReadsMaskAndTokensOffTheDescriptor) {
   schedule::Schedule s;
   s.token_sets = {{{{0, 128, 512, 4}}}, {{{128, 128, 512, 4}}}};  // two ranks' stripes, 512 tokens each
