@@ -104,8 +104,10 @@ def predict(exp, sets, new=(), trace=False):
 
 
 def cmdline(exp, sets, new=()):
-    return "`" + " ".join([exp] + [s.replace("=", " ", 1) if s.startswith("--") else "--set " + s
-                                   for s in list(sets) + list(new)]) + "`"
+    c = "`" + " ".join([exp] + [s.replace("=", " ", 1) if s.startswith("--") else "--set " + s
+                                for s in list(sets) + list(new)]) + "`"
+    # scope_layer=mean is this script's, not ringmaster's: one run per layer, averaged
+    return c.replace("--set scope_layer=mean`", "--set scope_layer=L` for every layer L, averaged")
 
 
 def fmt(x, nd=3):
