@@ -218,41 +218,34 @@ RFA = {  # gpu: {scope: (flash_attn 1-GPU iter/s, ring, zigzag, stripe)}
     "h800": {"attention_fwd": (591.5, 38.5, 63.0, 55.0), "attention_fwd_bwd": (154.7, 10.4, 17.4, 16.0)},
     "a100": {"attention_fwd": (373.4, 24.0, 38.2, 32.5), "attention_fwd_bwd": (94.7, 6.2, 10.6, 9.75)},
 }
-for gpu, scopes in RFA.items():
-    exp = f"rfa-llama3-8b-64k-{gpu}"
-    for scope, (fa, ring, zz, st) in scopes.items():
-        s = [f"scope={scope}"]
-        table(f"ring-flash-attention, 8×{gpu.upper()}, Llama-3.1-8B attention, 64K causal, {scope}",
-              "zhuzilin/ring-flash-attention README.md, batch-api table (iter/s; 'theoretic flash_attn' = one GPU's "
-              "flash_attn on its 8K tokens ÷ 8); setup in benchmark/benchmark_kvpacked_func.py",
-              "iter/s",
-              [("theoretic flash_attn (1 GPU, 8K, ÷8)", fa / 8, lambda j, e: per_s(j, e) / 8, exp,
-                s + ["parallel.cp=1", "workload.seq_len=8k"], ("kernel.attention=fa2",)),
-               ("ring_attn (contiguous)", ring, per_s, exp, s + ["parallel.partition=contiguous"], RFA_NEW),
-               ("zigzag_ring", zz, per_s, exp, s + ["parallel.partition=zigzag"], RFA_NEW),
-               # ring-flash-attention stripes one token at a time
-               ("stripe_attn", st, per_s, exp, s + ["parallel.partition=stripe", "parallel.stripe_tokens=1"], RFA_NEW)],
-              ref="ring_attn (contiguous)")
+def rfa_tables(measured, title, source, extra=()):
+    """One table per GPU and scope of a ring-flash-attention benchmark: the single-GPU kernel
+    (÷ 8, the 'theoretic' ring), ring, zigzag and stripe (one token at a time, as its stripe)."""
+    for gpu, scopes in measured.items():
+        exp = f"rfa-llama3-8b-64k-{gpu}"
+        for scope, (fa, ring, zz, st) in scopes.items():
+            s = [f"scope={scope}", *extra]
+            table(title.format(gpu=gpu.upper(), scope=scope), source, "iter/s",
+                  [("theoretic flash_attn (1 GPU, 8K, ÷8)", fa / 8, lambda j, e: per_s(j, e) / 8, exp,
+                    s + ["parallel.cp=1", "workload.seq_len=8k"], ("kernel.attention=fa2",)),
+                   ("ring_attn (contiguous)", ring, per_s, exp, s + ["parallel.partition=contiguous"], RFA_NEW),
+                   ("zigzag_ring", zz, per_s, exp, s + ["parallel.partition=zigzag"], RFA_NEW),
+                   ("stripe_attn", st, per_s, exp, s + ["parallel.partition=stripe", "parallel.stripe_tokens=1"], RFA_NEW)],
+                  ref="ring_attn (contiguous)")
+
+
+rfa_tables(RFA, "ring-flash-attention, 8×{gpu}, Llama-3.1-8B attention, 64K causal, {scope}",
+           "zhuzilin/ring-flash-attention README.md, batch-api table (iter/s; 'theoretic flash_attn' = one GPU's "
+           "flash_attn on its 8K tokens ÷ 8); setup in benchmark/benchmark_kvpacked_func.py")
 
 # The same benchmark's first version, 5 heads of 128 (MHA): feifeibear/long-context-attention
 # README.md (commit 0228a2b), config of zhuzilin/ring-flash-attention
 # benchmark/benchmark_qkvpacked_func.py at commit ca33e2f (nheads = 5, 8K per GPU, causal).
 OLD = {"h800": {"attention_fwd": (2418.4, 208.0, 283.0, 259.6), "attention_fwd_bwd": (705.2, 54.3, 75.7, 76.9)},
        "a100": {"attention_fwd": (1545.9, 124.4, 179.0, 163.9), "attention_fwd_bwd": (470.6, 33.3, 49.5, 45.9)}}
-for gpu, scopes in OLD.items():
-    exp = f"rfa-llama3-8b-64k-{gpu}"
-    for scope, (fa, ring, zz, st) in scopes.items():
-        s = [f"scope={scope}", "model=rfa-bench-mha5"]
-        table(f"ring-flash-attention (first benchmark), 8×{gpu.upper()}, 5 heads × 128, 64K causal, {scope}",
-              "feifeibear/long-context-attention README.md (commit 0228a2b) table (iter/s); config "
-              "zhuzilin/ring-flash-attention benchmark/benchmark_qkvpacked_func.py @ca33e2f",
-              "iter/s",
-              [("theoretic flash_attn (1 GPU, 8K, ÷8)", fa / 8, lambda j, e: per_s(j, e) / 8, exp,
-                s + ["parallel.cp=1", "workload.seq_len=8k"], ("kernel.attention=fa2",)),
-               ("ring_attn (contiguous)", ring, per_s, exp, s + ["parallel.partition=contiguous"], RFA_NEW),
-               ("zigzag_ring", zz, per_s, exp, s + ["parallel.partition=zigzag"], RFA_NEW),
-               ("stripe_attn", st, per_s, exp, s + ["parallel.partition=stripe", "parallel.stripe_tokens=1"], RFA_NEW)],
-              ref="ring_attn (contiguous)")
+rfa_tables(OLD, "ring-flash-attention (first benchmark), 8×{gpu}, 5 heads × 128, 64K causal, {scope}",
+           "feifeibear/long-context-attention README.md (commit 0228a2b) table (iter/s); config "
+           "zhuzilin/ring-flash-attention benchmark/benchmark_qkvpacked_func.py @ca33e2f", ["model=rfa-bench-mha5"])
 
 # MTraining (Li et al. 2025, arXiv 2510.18830): numbers of §4.3 / Fig. 6-8 as quoted by two
 # independent summaries of the paper (the paper's own text was not readable from here).
