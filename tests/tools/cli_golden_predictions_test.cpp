@@ -4,6 +4,7 @@
 // come out equal to the last digit, on both engines.
 #include <cctype>
 #include <fstream>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct GoldenCase {
   std::string name, args;
   nlohmann::json expect;
 };
+
+void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<GoldenCase> golden_cases() {
   std::ifstream in(std::string(RINGMASTER_SOURCE_DIR) + "/tests/tools/golden_predictions.json");
