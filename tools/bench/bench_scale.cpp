@@ -1,0 +1,226 @@
+// Issue 9's scale targets, every figure printed in one run: `ringmaster
+// simulate` end to end (a child process: wall, CPU and peak memory as the user
+// sees them) on the default step, at 4M tokens, on a 512-GPU attention layer
+// and on 4,096-GPU steps; the analytic engine's ops/s and bytes per op on
+// synthetic rings of 100K, 1M and 10M ops; a 32 x 1,000 point-to-point ring
+// read from a Schedule file. The machine is shared: compare rows of one run.
+//   build/bin/bench_scale [--quick] [--full] [--bin PATH/ringmaster]
+// --quick skips the runs that take minutes; --full adds the SimGrid 4,096-GPU step.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/config/config_store.hpp"
+#include "sim/cost/cost_model.hpp"
+#include "sim/engine/analytic.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/schedule/schedule_file.hpp"
+#include "sim/topology/topology.hpp"
+#include "tests/support/synthetic_schedules.hpp"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct ChildRun {
+  bool ok = false;  // exited 0 within its limit
+  std::string status;  // "ok", "timeout", "exit N", "signal N"
+  double wall_s = 0, cpu_s = 0, peak_GB = 0;
+  std::string out;
+};
+
+// Runs `bin args` with stdout to a file, a wall limit, and the child's rusage.
+ChildRun run_child(const std::string& bin, const std::vector<std::string>& args, double limit_s) {
+  const std::string out_path = (std::filesystem::temp_directory_path() / fmt::format("bench_scale_{}.out", getpid())).string();
+  std::fflush(stdout);  // else the child's copy of the buffer is written again
+  const auto t0 = clock_type::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (!std::freopen(out_path.c_str(), "w", stdout)) _exit(127);
+    if (!std::freopen("/dev/null", "w", stderr)) _exit(127);
+    std::vector<char*> argv{const_cast<char*>(bin.c_str())};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  ChildRun r;
+  int status = 0;
+  rusage ru{};
+  bool timed_out = false;
+  for (;;) {
+    const pid_t w = wait4(pid, &status, WNOHANG, &ru);
+    if (w == pid) break;
+    if (std::chrono::duration<double>(clock_type::now() - t0).count() > limit_s && !timed_out) {
+      kill(pid, SIGKILL);
+      timed_out = true;
+    }
+    usleep(2000);
+  }
+  r.wall_s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  r.cpu_s = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  r.peak_GB = double(ru.ru_maxrss) * 1024.0 / 1e9;
+  if (timed_out) r.status = fmt::format("timeout {:.0f}s", limit_s);
+  else if (WIFSIGNALED(status)) r.status = fmt::format("signal {}", WTERMSIG(status));
+  else if (WEXITSTATUS(status) != 0) r.status = fmt::format("exit {}", WEXITSTATUS(status));
+  else r.status = "ok", r.ok = true;
+  std::ifstream in(out_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.out = ss.str();
+  std::filesystem::remove(out_path);
+  return r;
+}
+
+struct Row {
+  std::string what, target, figure, extra;
+  bool met = false;
+};
+std::vector<Row> rows;
+
+void print_row(const Row& r) {
+  std::printf("%-58s %-14s %-24s %-6s %s\n", r.what.c_str(), r.target.c_str(), r.figure.c_str(), r.met ? "met" : "MISSED",
+              r.extra.c_str());
+  std::fflush(stdout);
+}
+
+void add(Row r) {
+  print_row(r);
+  rows.push_back(std::move(r));
+}
+
+// One `ringmaster simulate --json` case against a wall-time (and memory) target.
+void simulate_case(const std::string& bin, const std::string& what, std::vector<std::string> sets, double target_s,
+                   double limit_s, double target_GB = 0) {
+  std::vector<std::string> args{"simulate", "--json"};
+  for (auto& s : sets) args.push_back(std::move(s));
+  const ChildRun r = run_child(bin, args, limit_s);
+  std::string extra = fmt::format("cpu {:.2f} s, peak {:.2f} GB", r.cpu_s, r.peak_GB);
+  if (r.ok) {
+    try {
+      const auto j = nlohmann::json::parse(r.out);
+      extra += fmt::format(", {} ops, step {:.4f} s", j.at("ops").get<int64_t>(), j.at("step_time_s").get<double>());
+    } catch (const std::exception&) {
+      extra += ", unreadable output";
+    }
+  } else {
+    extra += ", " + r.status;
+  }
+  const bool fast = r.ok && r.wall_s < target_s;
+  const bool small = target_GB <= 0 || r.peak_GB < target_GB;
+  add({what, target_GB > 0 ? fmt::format("<{:.0f} s, <{:.0f} GB", target_s, target_GB) : fmt::format("<{:g} s", target_s),
+       fmt::format("{:.3f} s wall", r.wall_s), extra, fast && small});
+}
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+// Bytes the Schedule's op records take, per op, including dependency storage
+// (the Op struct and whatever per-op arrays the Schedule keeps).
+double schedule_bytes_per_op(const rm::schedule::Schedule& s) {
+  size_t bytes = s.ops.capacity() * sizeof(rm::schedule::Op);
+  for (const auto& op : s.ops) bytes += op.deps.capacity() * sizeof(rm::schedule::OpId);
+  return double(bytes) / double(s.ops.size());
+}
+
+void engine_rows() {
+  using namespace rm;
+  const auto cfg = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "bench");
+  const Cluster cluster = parse_cluster(JsonReader(cfg.json, cfg.source));
+  const topology::Topology topo(cluster);
+  const cost::CostModel model(cluster, load_attention_kernel(ConfigStore(), "block_sparse", cluster.gpu));
+  for (const int steps : {1042, 10417, 104167}) {  // 32 ranks x 3 ops a step: ~100K, 1M, 10M ops
+    const auto s = engine::ring_schedule({32, 0, steps, 1e11, 16 << 20});
+    const auto t0 = clock_type::now();
+    const auto times = engine::run_analytic(s, topo, model);
+    const double t = seconds_since(t0);
+    const double rate = double(s.ops.size()) / t;
+    add({fmt::format("analytic engine, op times, {:.1f}M-op ring", double(s.ops.size()) / 1e6), ">=5M ops/s",
+         fmt::format("{:.2f}M ops/s", rate / 1e6), fmt::format("{:.3f} s", t), rate >= 5e6 && times.end.size() == s.ops.size()});
+    const auto t1 = clock_type::now();
+    const auto tl = engine::simulate(s, topo, model, engine::EngineKind::analytic);
+    const double tt = seconds_since(t1);
+    add({fmt::format("analytic engine + Timeline, {:.1f}M-op ring", double(s.ops.size()) / 1e6), ">=5M ops/s",
+         fmt::format("{:.2f}M ops/s", double(s.ops.size()) / tt / 1e6), fmt::format("{} events", tl.events.size()),
+         double(s.ops.size()) / tt >= 5e6});
+    if (steps == 104167) {
+      const double b = schedule_bytes_per_op(s);
+      add({"Schedule bytes per op (ops + their dependencies), 10M-op ring", "<=48 B", fmt::format("{:.1f} B", b), "",
+           b <= 48});
+    }
+  }
+}
+
+// The synthetic 32 x 1,000 point-to-point ring, as a Schedule file carrying
+// the default experiment, simulated end to end by the CLI.
+void ring_file_row(const std::string& bin) {
+  using namespace rm;
+  auto s = engine::ring_schedule({32, 0, 1000, 1e11, 16 << 20});
+  const auto exp = ConfigStore().load("experiments", "mtraining-qwen2.5-3b-512k", "bench");
+  s.experiment = exp.json;
+  const std::string path = (std::filesystem::temp_directory_path() / fmt::format("bench_scale_ring_{}.json.gz", getpid())).string();
+  schedule::write_schedule(s, path);
+  const ChildRun r = run_child(bin, {"simulate", "--json", "--schedule", path}, 60);
+  std::filesystem::remove(path);
+  add({fmt::format("32 x 1,000 p2p ring from a Schedule file ({} ops), end to end", s.ops.size()), "<0.1 s CPU",
+       fmt::format("{:.3f} s CPU", r.cpu_s), fmt::format("wall {:.3f} s, {}", r.wall_s, r.status), r.ok && r.cpu_s < 0.1});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false, full = false;
+  std::string bin = (std::filesystem::path(argv[0]).parent_path() / "ringmaster").string();
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--full")) full = true;
+    else if (!std::strcmp(argv[i], "--bin") && i + 1 < argc) bin = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: bench_scale [--quick] [--full] [--bin PATH/ringmaster]\n");
+      return 2;
+    }
+  }
+  std::printf("%-58s %-14s %-24s %-6s %s\n", "case", "target", "figure", "", "detail");
+  simulate_case(bin, "default step, analytic (ringmaster simulate)", {}, 1.0, 120);
+  simulate_case(bin, "default step, simgrid", {"--engine", "simgrid"}, 3.0, 300);
+  simulate_case(bin, "default at 4M tokens, analytic", {"--set", "workload.seq_len=4m"}, 2.0, 300);
+  const std::vector<std::string> cp512{"--set", "cluster.nodes=64", "--set", "parallel.cp=512", "--set",
+                                       "scope=attention_fwd"};
+  simulate_case(bin, "fwd attention layer, stripe, cp=512 on 64 nodes, analytic", cp512, 2.0, 300);
+  if (!quick) {
+    auto sg = cp512;
+    sg.insert(sg.end(), {"--engine", "simgrid"});
+    simulate_case(bin, "fwd attention layer, stripe, cp=512 on 64 nodes, simgrid", sg, 60, 600);
+    const std::vector<std::string> big{"--set", "cluster.nodes=512", "--set", "workload.seq_len=4m"};
+    auto a = big;
+    a.insert(a.end(), {"--set", "parallel.dp=32", "--set", "parallel.cp=128"});
+    simulate_case(bin, "4,096 GPUs, 4M, dp=32 x cp=128 step, analytic", a, 60, 600, 8);
+    auto b = big;
+    b.insert(b.end(), {"--set", "parallel.dp=4", "--set", "parallel.cp=1024"});
+    simulate_case(bin, "4,096 GPUs, 4M, dp=4 x cp=1024 step, analytic", b, 60, 600, 8);
+    if (full) {
+      a.insert(a.end(), {"--engine", "simgrid"});
+      simulate_case(bin, "4,096 GPUs, 4M, dp=32 x cp=128 step, simgrid", a, 600, 1200);
+    }
+  }
+  engine_rows();
+  ring_file_row(bin);
+  int missed = 0;
+  for (const auto& r : rows) missed += !r.met;
+  std::printf("%d of %zu targets met\n", int(rows.size()) - missed, rows.size());
+  return 0;
+}
