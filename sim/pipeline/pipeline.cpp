@@ -40,7 +40,12 @@ LoadedSchedule load_schedule_file(const std::string& path, const ConfigStore& st
 }
 
 Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::EngineKind kind) {
-  traces::Timeline tl = engine::simulate(s, topology::Topology(e.cluster), cost::CostModel::for_experiment(e), kind);
+  return simulate_schedule(e, std::move(s), topology::Topology(e.cluster), kind);
+}
+
+Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const topology::Topology& topo,
+                             engine::EngineKind kind) {
+  traces::Timeline tl = engine::simulate(s, topo, cost::CostModel::for_experiment(e), kind);
   tl.metadata["experiment"] = e.name;
   report::StepReport rep = report::make_step_report(e, s, tl);
   return {std::move(s), std::move(tl), std::move(rep)};
@@ -62,17 +67,25 @@ const sparsity::SparsityModel& Session::patterns(const Experiment& e) {
   return it->second;
 }
 
+const topology::Topology& Session::topology(const Experiment& e) {
+  std::string key = topology::Topology::key(e.cluster);
+  auto it = topologies_.find(key);
+  if (it == topologies_.end()) it = topologies_.try_emplace(std::move(key), e.cluster).first;  // built in place: never moved
+  return it->second;
+}
+
 schedule::Schedule Session::schedule(const Experiment& e) {
-  return generate::generate_step(e, patterns(e), topology::Topology(e.cluster), &work_);
+  return generate::generate_step(e, patterns(e), topology(e), &work_);
 }
 
 Simulation Session::simulate(const Experiment& e, engine::EngineKind kind) {
-  return simulate_schedule(e, schedule(e), kind);
+  const topology::Topology& topo = topology(e);
+  return simulate_schedule(e, schedule(e), topo, kind);
 }
 
 report::ImbalanceReport Session::imbalance(const Experiment& e, const std::vector<Partition>& partitions,
                                            const report::Progress& progress) {
-  return report::imbalance_report(e, patterns(e), topology::Topology(e.cluster), partitions, progress, &work_);
+  return report::imbalance_report(e, patterns(e), topology(e), partitions, progress, &work_);
 }
 
 }  // namespace rm::pipeline

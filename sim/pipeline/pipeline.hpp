@@ -18,6 +18,7 @@
 #include "sim/report/step_report.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/sparsity/sparsity_model.hpp"
+#include "sim/topology/topology.hpp"
 #include "traces/timeline.hpp"
 
 namespace rm::pipeline {
@@ -45,11 +46,16 @@ struct Simulation {
 };
 // Runs a Schedule of `e` through an engine, on e's topology and CostModel, and reports on it.
 Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::EngineKind kind);
+// The same on a Topology already built from e.cluster (Session::simulate builds it once per run).
+Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const topology::Topology& topo,
+                             engine::EngineKind kind);
 
 class Session {
  public:
   // The experiment's sparsity model, built on first use; stays valid for the session.
   const sparsity::SparsityModel& patterns(const Experiment& e);
+  // e.cluster's Topology, built once per distinct topology (Topology::key); stays valid for the session.
+  const topology::Topology& topology(const Experiment& e);
   schedule::Schedule schedule(const Experiment& e);
   Simulation simulate(const Experiment& e, engine::EngineKind kind);
   report::ImbalanceReport imbalance(const Experiment& e, const std::vector<Partition>& partitions,
@@ -60,6 +66,7 @@ class Session {
 
  private:
   std::map<std::string, sparsity::SparsityModel> patterns_;  // map nodes stay put: work_ keys by identity
+  std::map<std::string, topology::Topology> topologies_;     // by Topology::key
   placement::WorkCache work_;
   int64_t pattern_builds_ = 0;
 };
