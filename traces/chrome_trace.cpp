@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "traces/json_text.hpp"
 #include "traces/text_file.hpp"
 #include "traces/trace_error.hpp"
 
@@ -204,9 +205,9 @@ std::string to_chrome_json(const Timeline& t) {
 Timeline from_chrome_json(std::string_view text, const std::string& name) {
   nlohmann::json root;
   try {
-    root = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw TraceError(fmt::format("{}: not valid JSON ({})", name, e.what()));
+    root = parse_json_checked(text, name);
+  } catch (const JsonTextError& e) {
+    throw TraceError(e.what());
   }
   Timeline t;
   t.source = read_source(root, name);

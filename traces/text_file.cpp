@@ -1,10 +1,13 @@
 #include "traces/text_file.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,7 +20,9 @@ namespace rm::traces {
 
 namespace {
 
-std::string gunzip(const std::string& data, const std::string& path) {
+std::string mib(int64_t bytes) { return fmt::format("{} MiB", bytes >> 20); }
+
+std::string gunzip(const std::string& data, const std::string& path, int64_t limit) {
   z_stream z{};
   if (inflateInit2(&z, 15 + 16) != Z_OK) throw TraceError(fmt::format("{}: cannot start gunzip", path));
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
@@ -30,12 +35,20 @@ std::string gunzip(const std::string& data, const std::string& path) {
     z.avail_out = sizeof buf;
     rc = inflate(&z, Z_NO_FLUSH);
     out.append(buf, sizeof buf - z.avail_out);
+    if (int64_t(out.size()) > limit) {
+      inflateEnd(&z);
+      throw TraceError(fmt::format("{}: decompresses to more than the {} limit for this input", path, mib(limit)));
+    }
     if (rc == Z_BUF_ERROR && z.avail_in == 0) break;  // input ended early
   }
+  const uInt trailing = z.avail_in;
   inflateEnd(&z);
   if (rc != Z_STREAM_END)
     throw TraceError(fmt::format("{}: {}", path, rc == Z_BUF_ERROR || rc == Z_OK ? "truncated gzip data"
                                                                                  : "corrupt gzip data"));
+  if (trailing > 0)
+    throw TraceError(fmt::format("{}: {} bytes after the end of the gzip stream (expected one gzip member)", path,
+                                 trailing));
   return out;
 }
 
@@ -60,13 +73,106 @@ std::string gzip(std::string_view text) {
 
 bool has_gz_suffix(std::string_view path) { return path.size() > 3 && path.substr(path.size() - 3) == ".gz"; }
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(fmt::format("{}: cannot open file", path));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw TraceError(fmt::format("{}: read error", path));
-  return has_gz_suffix(path) ? gunzip(data, path) : data;
+std::string read_text_file(const std::string& path, int64_t limit) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw TraceError(fmt::format("{}: is a directory, expected a file", path));
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw TraceError(fmt::format("{}: cannot open file ({})", path, std::strerror(errno)));
+  // Read in chunks up to the limit: the input may be a device or a pipe with no size.
+  std::string data;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
+    data.append(buf, n);
+    if (int64_t(data.size()) > limit) {
+      std::fclose(f);
+      throw TraceError(fmt::format("{}: larger than the {} limit for this input", path, mib(limit)));
+    }
+  }
+  const bool bad = std::ferror(f) != 0;
+  std::fclose(f);
+  if (bad) throw TraceError(fmt::format("{}: read error", path));
+  return has_gz_suffix(path) ? gunzip(data, path, limit) : data;
 }
+
+namespace {
+
+// Temporary files being written, removed by the SIGINT/SIGTERM handler so an
+// interrupted run leaves nothing beside its outputs. Fixed slots: the handler
+// may only touch memory that needs no allocation.
+constexpr int kTempSlots = 8;
+constexpr size_t kTempPathMax = 4096;
+char g_temp_paths[kTempSlots][kTempPathMax];
+volatile sig_atomic_t g_temp_used[kTempSlots];
+
+extern "C" void remove_temps_and_reraise(int sig) {
+  for (int i = 0; i < kTempSlots; ++i)
+    if (g_temp_used[i]) unlink(g_temp_paths[i]);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+void install_cleanup_handlers() {
+  static bool installed = false;
+  if (installed) return;
+  installed = true;
+  for (int sig : {SIGINT, SIGTERM}) {
+    struct sigaction old{};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) std::signal(sig, remove_temps_and_reraise);
+  }
+}
+
+// Registers a temporary file for the handler for as long as it lives.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& path) {
+    install_cleanup_handlers();
+    if (path.size() >= kTempPathMax) return;
+    for (int i = 0; i < kTempSlots; ++i)
+      if (!g_temp_used[i]) {
+        std::memcpy(g_temp_paths[i], path.c_str(), path.size() + 1);
+        g_temp_used[i] = 1;
+        slot_ = i;
+        return;
+      }
+  }
+  ~TempFile() {
+    if (slot_ >= 0) g_temp_used[slot_] = 0;
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+ private:
+  int slot_ = -1;
+};
+
+[[noreturn]] void write_failed(const std::string& path, int err) {
+  throw TraceError(fmt::format("{}: cannot write file ({})", path, std::strerror(err)));
+}
+
+void write_all(int fd, std::string_view bytes, const std::string& path) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) write_failed(path, n < 0 ? errno : EIO);
+    bytes.remove_prefix(size_t(n));
+  }
+}
+
+// Where a write to `path` lands: a symlink is followed to its target (which
+// may not exist yet), so the link stays a link.
+std::string resolve_target(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = path;
+  for (int hops = 0; hops < 40 && std::filesystem::is_symlink(p, ec); ++hops) {
+    const std::filesystem::path to = std::filesystem::read_symlink(p, ec);
+    if (ec) break;
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  return p.string();
+}
+
+}  // namespace
 
 void write_text_file_atomic(const std::string& path, std::string_view text) {
   std::string gz;
@@ -75,18 +181,43 @@ void write_text_file_atomic(const std::string& path, std::string_view text) {
     gz = gzip(text);
     bytes = gz;
   }
-  std::string tmp = path + ".tmp-XXXXXX";
-  int fd = mkstemp(tmp.data());
+  if (path == "-") {  // standard output, as most tools read "-"
+    write_all(STDOUT_FILENO, bytes, path);
+    return;
+  }
+  const std::string target = resolve_target(path);
+  struct stat st{};
+  if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) throw TraceError(fmt::format("{}: is a directory, expected a file", path));
+    // A FIFO, a device, /dev/stdout: write into it; replacing it would destroy it.
+    const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) write_failed(path, errno);
+    try {
+      write_all(fd, bytes, path);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    if (::close(fd) != 0) write_failed(path, errno);
+    return;
+  }
+  std::string tmp = target + ".tmp-XXXXXX";
+  const int fd = mkstemp(tmp.data());
   if (fd < 0) throw TraceError(fmt::format("{}: cannot create temporary file ({})", path, std::strerror(errno)));
+  TempFile registered(tmp);
   fchmod(fd, 0644);  // mkstemp makes 0600; outputs are meant to be shared
-  FILE* f = fdopen(fd, "wb");
-  bool ok = f != nullptr && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  ok = (f != nullptr && std::fclose(f) == 0) && ok;
-  if (f == nullptr) close(fd);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
+  try {
+    write_all(fd, bytes, path);
+  } catch (...) {
+    ::close(fd);
     std::remove(tmp.c_str());
-    throw TraceError(fmt::format("{}: cannot write file ({})", path, std::strerror(err)));
+    throw;
+  }
+  const bool closed = ::close(fd) == 0;
+  if (!closed || std::rename(tmp.c_str(), target.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    write_failed(path, err);
   }
 }
 

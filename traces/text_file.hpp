@@ -3,6 +3,7 @@
 // then a rename), so a reader never sees a half-written file.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -10,10 +11,21 @@ namespace rm::traces {
 
 bool has_gz_suffix(std::string_view path);
 
-// Reads the whole file; gunzips when the path ends in ".gz". Throws TraceError.
-std::string read_text_file(const std::string& path);
+// The most a reader takes in (after gunzip) unless it says less: far above any
+// trace we read, far below what would exhaust memory (`/dev/zero` as input).
+inline constexpr int64_t kMaxInputBytes = int64_t(2) << 30;
 
-// Writes `text` to `path` atomically; gzips when the path ends in ".gz".
+// Reads the whole file; gunzips when the path ends in ".gz" (one gzip member,
+// nothing after it). Throws TraceError naming the file for a directory, an
+// unreadable file, or more than `limit` bytes read or decompressed.
+std::string read_text_file(const std::string& path, int64_t limit = kMaxInputBytes);
+
+// Writes `text` to `path`; gzips when the path ends in ".gz". A regular file
+// (or a new one) is written atomically: a temporary file beside it, then a
+// rename; the temporary is removed on error and on SIGINT/SIGTERM. A symlink
+// is followed (the link stays). A FIFO or device (/dev/null, /dev/stdout) is
+// written in place, never replaced; "-" is standard output; a directory is
+// refused.
 // The gzip header carries no timestamp, so the same text gives the same bytes.
 void write_text_file_atomic(const std::string& path, std::string_view text);
 

@@ -96,12 +96,18 @@ const NamedRef* ref_at(const std::vector<std::string>& path) {
   return nullptr;
 }
 
-nlohmann::json parse_value(const std::string& text) {
+// A --set value is JSON when it parses as JSON, else a string ("stripe", "512k").
+// JSON that parses but breaks a reader limit (depth, a repeated key, 1e999) is
+// an error, not a string; so are bytes that are not UTF-8 (they would fail
+// only when the run's output is written).
+nlohmann::json parse_value(const std::string& text, const std::string& assignment) {
+  if (nlohmann::json::accept(text)) return parse_json_text(text, "--set " + assignment);
   try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error&) {
-    return text;
+    (void)nlohmann::json(text).dump();
+  } catch (const nlohmann::json::type_error&) {
+    throw ConfigError(fmt::format("--set {}: the value is not valid UTF-8", assignment));
   }
+  return text;
 }
 
 // Inlines a named reference in place (a string becomes the object it names).
@@ -141,7 +147,7 @@ void apply_override(nlohmann::json& experiment, const std::string& assignment, c
   }
   if (!node->is_object())
     throw ConfigError(fmt::format("--set {}: \"{}\" is not an object", assignment, fmt::join(walked, ".")));
-  (*node)[keys.back()] = parse_value(assignment.substr(eq + 1));
+  (*node)[keys.back()] = parse_value(assignment.substr(eq + 1), assignment);
 }
 
 Experiment load_experiment(const ConfigStore& store, const std::string& file,
@@ -213,9 +219,12 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
 
     // Cross-field checks: each names the field to change.
     const auto& P = e.parallel;
-    if (P.world() > e.cluster.gpus())
+    // In 64 bits: each factor is at most 2^20, so the product cannot overflow here,
+    // and world() (an int) is only used once it is known to fit the cluster.
+    const int64_t world = int64_t(P.dp) * P.hp * P.cp;
+    if (world > e.cluster.gpus())
       p.fail("cp", fmt::format("dp*hp*cp = {}*{}*{} = {} exceeds the {} GPUs of cluster {}", P.dp, P.hp, P.cp,
-                               P.world(), e.cluster.gpus(), e.cluster.name));
+                               world, e.cluster.gpus(), e.cluster.name));
     if (e.model.heads % P.hp != 0)
       p.fail("hp", fmt::format("expected a divisor of the model's {} heads, got {}", e.model.heads, P.hp));
     const int64_t S = e.workload.seq_len;

@@ -2,11 +2,13 @@
 
 #include <cctype>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <limits>
 
 #include <fmt/format.h>
-#include <zlib.h>
+
+#include "traces/json_text.hpp"
+#include "traces/text_file.hpp"
+#include "traces/trace_error.hpp"
 
 namespace rm {
 
@@ -32,7 +34,10 @@ int64_t parse_size_text(std::string_view text, const std::string& where) {
   if (t.empty() || !std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isdigit(c); }))
     throw ConfigError(fmt::format("{}: expected a size like 524288, 512k or 1M, got \"{}\"", where, text));
   if (t.size() > 15) throw ConfigError(fmt::format("{}: size \"{}\" is too large", where, text));
-  return std::stoll(t) * mult;
+  const int64_t n = std::stoll(t);
+  if (n > std::numeric_limits<int64_t>::max() / mult)
+    throw ConfigError(fmt::format("{}: size \"{}\" is too large", where, text));
+  return n * mult;
 }
 
 int64_t parse_size(const nlohmann::json& v, const std::string& where) {
@@ -178,31 +183,18 @@ void JsonReader::finish() const {
 
 nlohmann::json parse_json_text(std::string_view text, const std::string& name) {
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    std::string msg = e.what();
-    auto pos = msg.find("parse error");
-    throw ConfigError(fmt::format("{}: not valid JSON ({})", name, pos == std::string::npos ? msg : msg.substr(pos)));
+    return traces::parse_json_checked(text, name);
+  } catch (const traces::JsonTextError& e) {
+    throw ConfigError(e.what());
   }
 }
 
 nlohmann::json read_json_file(const std::string& path) {
   std::string text;
-  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
-    gzFile f = gzopen(path.c_str(), "rb");
-    if (!f) throw ConfigError(fmt::format("{}: cannot open file", path));
-    char buf[1 << 16];
-    int n;
-    while ((n = gzread(f, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-    bool bad = n < 0;
-    gzclose(f);
-    if (bad) throw ConfigError(fmt::format("{}: corrupt gzip data", path));
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw ConfigError(fmt::format("{}: cannot open file", path));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+  try {
+    text = traces::read_text_file(path, kMaxConfigBytes);
+  } catch (const traces::TraceError& e) {
+    throw ConfigError(e.what());
   }
   return parse_json_text(text, path);
 }

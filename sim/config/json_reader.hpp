@@ -72,7 +72,12 @@ class JsonReader {
   mutable std::set<std::string, std::less<>> used_;
 };
 
+// The largest config or index file read (a guard against devices and pipes).
+inline constexpr int64_t kMaxConfigBytes = int64_t(256) << 20;
+
 // Reads a whole JSON file (optionally .gz) or throws ConfigError naming it.
+// Parsing rejects what traces/json_text.hpp rejects: deep nesting, repeated
+// keys, numbers out of range, invalid UTF-8.
 nlohmann::json read_json_file(const std::string& path);
 nlohmann::json parse_json_text(std::string_view text, const std::string& name);
 

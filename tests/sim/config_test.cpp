@@ -29,6 +29,38 @@ TEST(Sizes, SuffixesAreBinary) {
   EXPECT_THAT(error_of([] { parse_size_text("k", "w"); }), HasSubstr("expected a size"));
 }
 
+TEST(Sizes, SuffixOverflowIsAnErrorNotAWrap) {
+  // 17179869185G once wrapped to 1,073,741,824 tokens.
+  EXPECT_THAT(error_of([] { parse_size_text("17179869185G", "w"); }), HasSubstr("w: size \"17179869185G\" is too large"));
+  EXPECT_THAT(error_of([] { parse_size_text("8796093022208M", "w"); }), HasSubstr("too large"));
+  EXPECT_EQ(parse_size_text("8589934591G", "w"), int64_t(8589934591) << 30);  // the largest that fits
+}
+
+TEST(UntrustedConfigs, ParallelProductIsCheckedIn64Bits) {
+  // 65536 * 65536 overflows an int to 0, which once passed the GPU-count check.
+  const std::string e = error_of([] {
+    load_experiment(ConfigStore{}, "", {"parallel.dp=65536", "parallel.cp=65536", "parallel.partition=zigzag",
+                                        "parallel.ring=ring"});
+  });
+  EXPECT_THAT(e, HasSubstr("dp*hp*cp = 65536*1*65536 = 4294967296 exceeds the 32 GPUs"));
+}
+
+TEST(UntrustedConfigs, SetValuesObeyTheJsonLimits) {
+  EXPECT_THAT(error_of([] { load_experiment(ConfigStore{}, "", {R"(parallel={"cp": 8, "cp": 16})"}); }),
+              HasSubstr("key \"cp\" appears twice"));
+  // 1e999 is no JSON number a double holds, so --set keeps it as text and the field says what it expected.
+  EXPECT_THAT(error_of([] { load_experiment(ConfigStore{}, "", {"workload.seed=1e999"}); }),
+              HasSubstr("$.workload.seed: expected an integer, got \"1e999\""));
+  EXPECT_THAT(error_of([] { parse_json_text(R"({"nodes": 1e999})", "c.json"); }),
+              HasSubstr("c.json: a number is out of range"));
+  EXPECT_THAT(error_of([] { load_experiment(ConfigStore{}, "", {"name=\xff\xfe"}); }),
+              HasSubstr("the value is not valid UTF-8"));
+  EXPECT_THAT(error_of([] { load_experiment(ConfigStore{}, "", {"cluster=/dev/zero"}); }),
+              HasSubstr("/dev/zero: larger than the 256 MiB limit"));
+  EXPECT_THAT(error_of([] { load_experiment(ConfigStore{}, "", {"cluster=/tmp"}); }),
+              HasSubstr("/tmp: is a directory"));
+}
+
 TEST(Reader, NamesFilePathAndExpectation) {
   auto j = nlohmann::json::parse(R"({"a": {"b": -3, "c": "x", "typo": 1}})");
   JsonReader r(j, "exp.json");

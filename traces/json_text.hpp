@@ -1,0 +1,28 @@
+// Parsing untrusted JSON text: every reader of ours (configs, `--set` values,
+// Schedules, Timelines) parses through here, so one set of limits holds
+// everywhere and each rejection is one line naming the text:
+// nesting deeper than kMaxJsonDepth (deeper values would crash recursive
+// copies and dumps), a key repeated in one object (nlohmann keeps the last
+// silently), a number a double cannot hold (1e999), invalid UTF-8, and
+// syntax errors with their line and column.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace rm::traces {
+
+inline constexpr int kMaxJsonDepth = 256;
+
+// The one-line reason; callers wrap it in their own error type.
+struct JsonTextError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Parses `text`; throws JsonTextError "NAME: <what>" on any of the above.
+nlohmann::json parse_json_checked(std::string_view text, const std::string& name);
+
+}  // namespace rm::traces
