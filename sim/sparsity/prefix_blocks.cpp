@@ -1,0 +1,98 @@
+#include "sim/sparsity/prefix_blocks.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+
+namespace rm::sparsity {
+
+bool PrefixBlocks::supported(int64_t n_tokens, int64_t unit, int64_t local_diagonals, BlockShape s) {
+  return n_tokens > 0 && unit > 0 && s.bq == unit && s.bk > 0 && unit % s.bk == 0 && n_tokens % unit == 0 &&
+         local_diagonals >= 1;
+}
+
+PrefixBlocks::PrefixBlocks(int64_t n_tokens, int64_t unit, BlockShape s, int64_t sink_tokens, int64_t local_diagonals,
+                           const std::vector<int64_t>& vertical_draws, const std::vector<int64_t>& offset_draws)
+    : nb_(n_tokens / unit), unit_(unit), bk_(s.bk), chunks_(unit / s.bk), odraws_(offset_draws) {
+  if (!supported(n_tokens, unit, local_diagonals, s)) throw std::invalid_argument("PrefixBlocks: unsupported shape");
+  const auto nb = static_cast<size_t>(nb_);
+  hist_.assign(nb, 0);
+  cover_.assign(nb, 0);
+  corr_.assign(nb, 0);
+  vdraw_blocks_.reserve(vertical_draws.size());
+  for (int64_t v : vertical_draws) vdraw_blocks_.push_back(v >= 0 && v < n_tokens ? v / unit : -1);
+  // Local offsets [0, L) select block diagonals 0 .. ceil((L - 1) / u), for good.
+  for (int64_t d = 0; d <= (local_diagonals - 1 + unit - 1) / unit && d < nb_; ++d) {
+    ++cover_[static_cast<size_t>(d)];
+    cover(d, +1);
+  }
+  for (int64_t t = 0; t < std::min(sink_tokens, n_tokens); ++t) push_vertical(t / unit);
+}
+
+void PrefixBlocks::cover(int64_t d, int sign) {
+  slash_tiles_ += sign * chunks_ * (nb_ - d);
+  if (d == 0) return;  // diagonal 0 is the query's own block: never gathered from
+  if (sign > 0) diagonals_.push_back(d);
+  else if (diagonals_.back() == d) diagonals_.pop_back();  // prefixes shrink in the order they grew
+  else diagonals_.erase(std::find(diagonals_.begin(), diagonals_.end(), d));
+  for (int64_t jb : verticals_)
+    if (jb + d < nb_) corr_[static_cast<size_t>(jb + d)] += sign;
+  updates_ += static_cast<int64_t>(verticals_.size());
+}
+
+void PrefixBlocks::push_vertical(int64_t jb) {
+  ++hist_[static_cast<size_t>(jb)];
+  for (int64_t d : diagonals_)
+    if (jb + d < nb_) ++corr_[static_cast<size_t>(jb + d)];
+  updates_ += static_cast<int64_t>(diagonals_.size());
+  verticals_.push_back(jb);
+}
+
+void PrefixBlocks::pop_vertical() {
+  const int64_t jb = verticals_.back();
+  verticals_.pop_back();
+  --hist_[static_cast<size_t>(jb)];
+  for (int64_t d : diagonals_)
+    if (jb + d < nb_) --corr_[static_cast<size_t>(jb + d)];
+  updates_ += static_cast<int64_t>(diagonals_.size());
+}
+
+// An offset selects block diagonals floor(x/u) and ceil(x/u) (HeadPattern::vertical_slash).
+void PrefixBlocks::push_offset(int64_t x) {
+  for (int64_t d = x / unit_; d <= (x + unit_ - 1) / unit_ && d < nb_; ++d)
+    if (cover_[static_cast<size_t>(d)]++ == 0) cover(d, +1);
+}
+
+void PrefixBlocks::pop_offset() {
+  const int64_t x = odraws_[nd_ - 1];
+  for (int64_t d = std::min((x + unit_ - 1) / unit_, nb_ - 1); d >= x / unit_; --d)
+    if (--cover_[static_cast<size_t>(d)] == 0) cover(d, -1);
+}
+
+int64_t PrefixBlocks::blocks(size_t nv, size_t nd) {
+  nv = std::min(nv, vdraw_blocks_.size());
+  nd = std::min(nd, odraws_.size());
+  for (; nv_ > nv; --nv_)
+    if (vdraw_blocks_[nv_ - 1] >= 0) pop_vertical();
+  for (; nd_ > nd; --nd_) pop_offset();
+  for (; nd_ < nd; ++nd_) push_offset(odraws_[nd_]);
+  for (; nv_ < nv; ++nv_)
+    if (vdraw_blocks_[nv_] >= 0) push_vertical(vdraw_blocks_[nv_]);
+  int64_t tiles = slash_tiles_, seen = 0;  // seen: columns in blocks before qb
+  const auto nb = static_cast<size_t>(nb_);
+  if ((bk_ & (bk_ - 1)) == 0) {  // the usual 64: a shift instead of a division per block (c >= 0)
+    const int shift = std::countr_zero(static_cast<uint64_t>(bk_));
+    for (size_t qb = 0; qb < nb; ++qb) {
+      tiles += (seen - corr_[qb] + bk_ - 1) >> shift;
+      seen += hist_[qb];
+    }
+    return tiles;
+  }
+  for (size_t qb = 0; qb < nb; ++qb) {
+    tiles += (seen - corr_[qb] + bk_ - 1) / bk_;
+    seen += hist_[qb];
+  }
+  return tiles;
+}
+
+}  // namespace rm::sparsity
