@@ -28,7 +28,12 @@ HeadPattern assemble(const VsShape& s, const std::vector<int64_t>& v, size_t nv,
   return HeadPattern::vertical_slash(IntervalSet(std::move(cols)), IntervalSet(std::move(diags)));
 }
 
-int64_t causal_blocks(int64_t n_tokens) { return aligned_total_blocks(HeadPattern::dense_causal(), n_tokens, kReportShape); }
+// Every head of a model asks for the same length: keep the last answer.
+int64_t causal_blocks(int64_t n_tokens) {
+  thread_local int64_t last_n = -1, last_blocks = 0;
+  if (n_tokens != last_n) last_blocks = aligned_total_blocks(HeadPattern::dense_causal(), n_tokens, kReportShape), last_n = n_tokens;
+  return last_blocks;
+}
 
 }  // namespace
 
@@ -81,10 +86,20 @@ HeadPattern calibrated_head(Rng& rng, const VsShape& s, double target_density, d
   const int64_t hi = static_cast<int64_t>(v.size() + d.size()) * 2 + 2;
   int64_t n = 0;
   if (incremental && PrefixBlocks::supported(n_tokens, kSlashBlock, local, kReportShape)) {
+    // The fewest tiles whose density reaches the target, by the same double
+    // comparison the plain path makes (monotone in the tile count).
+    auto dense_enough = [&](int64_t tiles) { return static_cast<double>(tiles) / causal >= target_density; };
+    int64_t min_tiles = std::max<int64_t>(0, static_cast<int64_t>(std::min(std::ceil(target_density * causal), 4.0 * causal + 4)));
+    while (min_tiles > 0 && dense_enough(min_tiles - 1)) --min_tiles;
+    for (int step = 0; !dense_enough(min_tiles); ++step, ++min_tiles)
+      if (step == 64) {  // a target no count reaches (density above 4)
+        min_tiles = kUnbounded;
+        break;
+      }
     PrefixBlocks count(n_tokens, kSlashBlock, kReportShape, sinks, local, v, d);
     n = smallest_reaching(hi, true, [&](int64_t m) {
       auto [nv, nd] = split(m);
-      return static_cast<double>(count.blocks(nv, nd)) / causal >= target_density;
+      return count.reaches(nv, nd, min_tiles);
     });
   } else {
     n = smallest_reaching(hi, incremental, [&](int64_t m) {
