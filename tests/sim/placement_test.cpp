@@ -381,6 +381,21 @@ TEST(WorkCache, EqualHeadsBuiltApartAreCountedOnce) {
     EXPECT_EQ(sum, want) << "layer " << layer;
   }
   EXPECT_EQ(cache.pair_cost_builds(), masks);  // not 16
+
+  // With no room to keep matrices: the same sums, each distinct mask of a
+  // shard counted once per call, nothing kept.
+  placement::WorkCache tight;
+  tight.set_matrix_budget(0);
+  const auto& r2 = tight.partition(Partition::stripe, e, m);
+  int64_t per_call = 0;
+  for (int layer = 0; layer < 2; ++layer) {
+    EXPECT_EQ(tight.head_rank_pairs(m, layer, placement::head_shard(e.model, 1, 0), r2, {}),
+              cache.head_rank_pairs(m, layer, placement::head_shard(e.model, 1, 0), ranks, {}));
+    per_call += int64_t(std::set<int>(variant.begin() + layer * 8, variant.begin() + layer * 8 + 8).size());
+  }
+  EXPECT_EQ(tight.pair_cost_builds(), per_call);
+  EXPECT_EQ(tight.matrix_bytes(), 0);
+  EXPECT_EQ(cache.pair_cost_builds(), masks);  // the kept matrices answered the second round
 }
 
 }  // namespace
