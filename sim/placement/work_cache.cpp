@@ -43,6 +43,7 @@ const std::vector<sparsity::TileCost>& WorkCache::pair_costs(const sparsity::Hea
   if (it == pairs_.end()) {
     ++pair_cost_builds_;
     it = pairs_.emplace(key, sparsity::pair_costs(p, ranks, shape)).first;
+    matrix_bytes_ += static_cast<int64_t>(it->second.size() * sizeof(sparsity::TileCost));
   }
   return it->second;
 }
@@ -51,10 +52,23 @@ std::vector<sparsity::TileCost> WorkCache::head_rank_pairs(const sparsity::Spars
                                                            const HeadShard& hs,
                                                            const std::vector<sparsity::TokenSet>& ranks,
                                                            sparsity::BlockShape shape) {
-  std::vector<sparsity::TileCost> sum(ranks.size() * ranks.size());
+  const size_t n = ranks.size() * ranks.size();
+  const auto bytes = static_cast<int64_t>(n * sizeof(sparsity::TileCost));
+  const size_t id = intern(ranks);
+  std::vector<sparsity::TileCost> sum(n);
+  // Over budget, a shard's distinct patterns are counted once for this call only.
+  std::map<const sparsity::HeadPattern*, std::vector<sparsity::TileCost>> local;
   for (int h = hs.first_head; h < hs.first_head + hs.heads; ++h) {
-    const auto& c = pair_costs(m.head(layer, h), ranks, shape);
-    for (size_t i = 0; i < sum.size(); ++i) sum[i] += c[i];
+    const sparsity::HeadPattern& p = m.head(layer, h);
+    const std::vector<sparsity::TileCost>* c = nullptr;
+    if (auto it = pairs_.find(PairKey{&p, id, shape.bq, shape.bk}); it != pairs_.end()) c = &it->second;
+    else if (auto lt = local.find(&p); lt != local.end()) c = &lt->second;
+    else if (matrix_bytes_ + bytes <= matrix_budget_) c = &pair_costs(p, partitions_[id], shape);
+    else {
+      ++pair_cost_builds_;
+      c = &local.emplace(&p, sparsity::pair_costs(p, partitions_[id], shape)).first->second;
+    }
+    for (size_t i = 0; i < n; ++i) sum[i] += (*c)[i];
   }
   return sum;
 }

@@ -31,7 +31,10 @@ class WorkCache {
                                                     const std::vector<sparsity::TokenSet>& ranks,
                                                     sparsity::BlockShape shape);
   // cp x cp costs, [q_rank * cp + kv_rank], of the query heads of head shard
-  // `hs` in `layer`, summed over those heads.
+  // `hs` in `layer`, summed over those heads. Each distinct pattern of the
+  // shard is counted once; its matrix is kept for later calls while the kept
+  // matrices stay under matrix_budget() bytes (at cp = 1,024 one is 16 MB and
+  // a step has 576 distinct ones: keeping all would take 9 GB).
   std::vector<sparsity::TileCost> head_rank_pairs(const sparsity::SparsityModel& m, int layer, const HeadShard& hs,
                                                   const std::vector<sparsity::TokenSet>& ranks,
                                                   sparsity::BlockShape shape);
@@ -40,6 +43,10 @@ class WorkCache {
   // the cache saves is visible to tests and benchmarks.
   int64_t partition_builds() const { return partition_builds_; }
   int64_t pair_cost_builds() const { return pair_cost_builds_; }
+  // Bytes of pair-cost matrices head_rank_pairs may keep (pair_costs() always keeps).
+  int64_t matrix_budget() const { return matrix_budget_; }
+  void set_matrix_budget(int64_t bytes) { matrix_budget_ = bytes; }
+  int64_t matrix_bytes() const { return matrix_bytes_; }
 
  private:
   size_t intern(const std::vector<sparsity::TokenSet>& ranks);
@@ -51,6 +58,8 @@ class WorkCache {
   std::map<PairKey, std::vector<sparsity::TileCost>> pairs_;
   int64_t partition_builds_ = 0;
   int64_t pair_cost_builds_ = 0;
+  int64_t matrix_budget_ = int64_t(1) << 30;
+  int64_t matrix_bytes_ = 0;
 };
 
 }  // namespace rm::placement

@@ -1,6 +1,7 @@
 #include "sim/sparsity/block_count.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <optional>
 
@@ -218,8 +219,9 @@ std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t n
 
   // Diagonal blocks, selected by diagonal 0 or (block-sparse) a column: per class pair.
   std::map<std::pair<int, int>, int64_t> diag_blocks;
+  const bool diag0 = diag.contains(0);  // selected(p, b, b) for every b, unless a column selects it
   for (int64_t b = 0; b < nb; ++b)
-    if (qcls[static_cast<size_t>(b)] >= 0 && kcls[static_cast<size_t>(b)] >= 0 && selected(p, b, b))
+    if (qcls[static_cast<size_t>(b)] >= 0 && kcls[static_cast<size_t>(b)] >= 0 && (diag0 || selected(p, b, b)))
       ++diag_blocks[{qcls[static_cast<size_t>(b)], kcls[static_cast<size_t>(b)]}];
   for (const auto& [pair, n] : diag_blocks)
     for (const auto& qo : L.q.classes[static_cast<size_t>(pair.first)])
@@ -249,7 +251,8 @@ std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t n
   std::vector<int64_t> acc_tiles(qC), acc_cols(qC);
   for (size_t ks = 0; ks < nk_sets; ++ks) {
     if (vblocks[ks].empty()) continue;
-    std::fill(delta.begin(), delta.end(), 0);
+    const int64_t jb_min = *std::min_element(vblocks[ks].begin(), vblocks[ks].end());
+    std::fill(delta.begin() + jb_min, delta.end(), 0);
     for (int64_t jb : vblocks[ks]) {
       delta[static_cast<size_t>(jb + 1)] += 1;
       for (const auto& d : ahead) {
@@ -261,11 +264,14 @@ std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t n
     std::fill(acc_tiles.begin(), acc_tiles.end(), 0);
     std::fill(acc_cols.begin(), acc_cols.end(), 0);
     int64_t c = 0;
-    for (int64_t qb = 0; qb < nb; ++qb) {
+    // c >= 0, so ceil(c / Bk) is a shift for the usual power-of-two Bk (a
+    // division per (block, key set) was a visible share of a 4M-token step).
+    const int shift = (s.bk & (s.bk - 1)) == 0 ? std::countr_zero(static_cast<uint64_t>(s.bk)) : -1;
+    for (int64_t qb = jb_min + 1; qb < nb; ++qb) {  // nothing is gathered before the first column's next block
       c += delta[static_cast<size_t>(qb)];
       const int qc = qcls[static_cast<size_t>(qb)];
       if (c == 0 || qc < 0) continue;
-      acc_tiles[static_cast<size_t>(qc)] += ceil_div(c, s.bk);
+      acc_tiles[static_cast<size_t>(qc)] += shift >= 0 ? (c + s.bk - 1) >> shift : ceil_div(c, s.bk);
       acc_cols[static_cast<size_t>(qc)] += c;
     }
     for (size_t a = 0; a < qC; ++a) {

@@ -116,4 +116,17 @@ bool HeadPattern::allowed(int64_t q, int64_t k) const {
   return verticals_.contains(k) || slashes_.contains(q / unit_ - k / unit_);
 }
 
+uint64_t HeadPattern::hash() const {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a over the fields
+  auto mix = [&](int64_t v) { h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull; };
+  mix(static_cast<int64_t>(kind_)), mix(causal_), mix(unit_);
+  for (const IntervalSet* set : {&verticals_, &slashes_, &offsets_}) {
+    mix(static_cast<int64_t>(set->intervals().size()));
+    for (const auto& i : set->intervals()) mix(i.lo), mix(i.hi);
+  }
+  mix(static_cast<int64_t>(docs_.size()));
+  for (int64_t d : docs_) mix(d);
+  return h;
+}
+
 }  // namespace rm::sparsity

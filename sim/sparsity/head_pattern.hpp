@@ -55,6 +55,9 @@ class HeadPattern {
   int64_t slash_unit() const { return unit_; }
   const std::vector<int64_t>& doc_starts() const { return docs_; }  // empty: one document
   bool allowed(int64_t q, int64_t k) const;
+  // Same mask, field by field (what lets equal heads share one object and one count).
+  bool operator==(const HeadPattern&) const = default;
+  uint64_t hash() const;  // of every field: equal patterns hash equal
 
  private:
   PatternKind kind_ = PatternKind::dense_causal;

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
-#include <unordered_set>
 
 namespace rm::sparsity {
 
@@ -36,7 +35,18 @@ std::vector<int64_t> draw_distinct(Rng& rng, int64_t lo, int64_t hi, int64_t n, 
     all.resize(static_cast<size_t>(n));
     return all;
   }
-  std::unordered_set<int64_t> seen;
+  // Repeats are rejected by a bitmap of [lo, hi), kept per thread and cleared
+  // bit by bit afterwards: a hash set cost most of a pattern build.
+  thread_local std::vector<uint64_t> seen;
+  if (seen.size() < static_cast<size_t>(avail / 64 + 1)) seen.resize(static_cast<size_t>(avail / 64 + 1));
+  auto insert = [&](int64_t x) {
+    const auto i = static_cast<uint64_t>(x - lo);
+    uint64_t& w = seen[i >> 6];
+    const uint64_t bit = uint64_t(1) << (i & 63);
+    if (w & bit) return false;
+    w |= bit;
+    return true;
+  };
   std::uniform_real_distribution<double> u(0.0, 1.0);
   const double span = std::log(static_cast<double>(avail) + 1.0);
   // Rejection of repeats; log-uniform draws crowd near lo, so give up after
@@ -46,8 +56,9 @@ std::vector<int64_t> draw_distinct(Rng& rng, int64_t lo, int64_t hi, int64_t n, 
                     ? lo + static_cast<int64_t>(u(rng) * static_cast<double>(avail))
                     : lo + static_cast<int64_t>(std::exp(u(rng) * span)) - 1;
     x = std::clamp(x, lo, hi - 1);
-    if (seen.insert(x).second) out.push_back(x);
+    if (insert(x)) out.push_back(x);
   }
+  for (int64_t x : out) seen[static_cast<uint64_t>(x - lo) >> 6] = 0;
   return out;
 }
 

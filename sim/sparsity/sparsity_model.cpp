@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <stdexcept>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -17,7 +19,19 @@ namespace rm::sparsity {
 
 SparsityModel::SparsityModel(std::string name, int layers, int heads, int64_t seq_len, bool dynamic,
                              std::vector<std::shared_ptr<const HeadPattern>> patterns)
-    : name_(std::move(name)), layers_(layers), heads_(heads), seq_len_(seq_len), dynamic_(dynamic), patterns_(std::move(patterns)) {}
+    : name_(std::move(name)), layers_(layers), heads_(heads), seq_len_(seq_len), dynamic_(dynamic), patterns_(std::move(patterns)) {
+  // Merge equal masks into one object: pair costs are cached by address, so
+  // equal heads (a recorded index file repeating a head, equal budgets drawn
+  // alike) are then counted once. Hash buckets, then exact equality.
+  std::unordered_map<uint64_t, std::vector<std::shared_ptr<const HeadPattern>>> seen;
+  for (auto& p : patterns_) {
+    if (!p) throw std::invalid_argument("SparsityModel: null head pattern");
+    auto& bucket = seen[p->hash()];
+    const auto same = std::find_if(bucket.begin(), bucket.end(), [&](const auto& q) { return q == p || *q == *p; });
+    if (same != bucket.end()) p = *same;
+    else bucket.push_back(p), ++distinct_;
+  }
+}
 
 const HeadPattern& SparsityModel::head(int layer, int head) const {
   if (layer < 0 || layer >= layers_ || head < 0 || head >= heads_)

@@ -32,8 +32,12 @@ class SparsityModel {
   int layers() const { return layers_; }
   int heads() const { return heads_; }
   int64_t seq_len() const { return seq_len_; }
-  // Heads with identical masks share one object: callers may cache costs by &head(l, h).
+  // Heads with identical masks share one object (the constructor merges equal
+  // ones: hash, then field-by-field equality), so callers may cache costs by
+  // &head(l, h): the address is the pattern's canonical id.
   const HeadPattern& head(int layer, int head) const;
+  // Distinct pattern objects after merging: how many counts a full step needs per partition.
+  int distinct_heads() const { return distinct_; }
   // True when indices are built online each step (top-k / top-p): schedules add index-building ops.
   bool dynamic() const { return dynamic_; }
   // True when some head's mask is not dense (causal or full): attention runs a sparse-index kernel.
@@ -50,6 +54,7 @@ class SparsityModel {
   int heads_ = 0;
   int64_t seq_len_ = 0;
   bool dynamic_ = false;
+  int distinct_ = 0;
   std::vector<std::shared_ptr<const HeadPattern>> patterns_;  // layer-major
 };
 

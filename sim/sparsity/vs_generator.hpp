@@ -29,6 +29,10 @@ HeadPattern budget_head(Rng& rng, const VsShape& shape, int64_t verticals, int64
 // vertical_share of the extra indices are columns. Caps include sinks and local.
 HeadPattern density_head(Rng& rng, const VsShape& shape, double target_density, double vertical_share,
                          int64_t max_verticals, int64_t max_slashes);
+// The same head by the plain path (bisection, each probe counted from scratch
+// by chunk_row_costs): the oracle the fast path is tested against.
+HeadPattern density_head_reference(Rng& rng, const VsShape& shape, double target_density, double vertical_share,
+                                   int64_t max_verticals, int64_t max_slashes);
 
 
 // Per-layer sparsity with the given min, max and mean: a power curve between

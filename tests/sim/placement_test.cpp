@@ -338,5 +338,65 @@ TEST(WorkCache, CountsEachPatternAndPartitionOnce) {
   EXPECT_EQ(cache.pair_cost_builds(), 7);
 }
 
+// Heads that are equal but built apart (as index files or budgets can give)
+// are counted once: the model merges them, the cache keys by the merged object.
+TEST(WorkCache, EqualHeadsBuiltApartAreCountedOnce) {
+  const int64_t S = 8192;
+  std::mt19937_64 rng(5);
+  auto head = [&](int variant) {
+    std::mt19937_64 r{static_cast<uint64_t>(variant)};  // the same variant gives the same mask
+    std::vector<sparsity::Interval> cols{{0, 30}}, diags{{0, 100}};
+    for (int i = 0; i < 20; ++i) {
+      const auto v = int64_t(r() % uint64_t(S)), d = int64_t(r() % uint64_t(S));
+      cols.push_back({v, v + 1});
+      diags.push_back({d, d + 1});
+    }
+    return std::make_shared<const sparsity::HeadPattern>(
+        sparsity::HeadPattern::vertical_slash(sparsity::IntervalSet(cols), sparsity::IntervalSet(diags)));
+  };
+  std::vector<std::shared_ptr<const sparsity::HeadPattern>> heads;
+  std::vector<int> variant;
+  for (int i = 0; i < 16; ++i) {
+    variant.push_back(int(rng() % 5));
+    heads.push_back(head(variant.back()));  // 16 objects, at most 5 masks
+  }
+  const sparsity::SparsityModel m("t", 2, 8, S, true, heads);
+  const int masks = int(std::set<int>(variant.begin(), variant.end()).size());
+  EXPECT_EQ(m.distinct_heads(), masks);
+  Experiment e = ring_experiment(4, RingKind::ring);
+  e.workload.seq_len = S;
+  e.parallel.stripe_tokens = 128;
+  e.parallel.partition = Partition::stripe;
+  e.model.heads = 8;
+  e.model.kv_heads = 8;
+  placement::WorkCache cache;
+  const auto& ranks = cache.partition(Partition::stripe, e, m);
+  for (int layer = 0; layer < 2; ++layer) {
+    const auto sum = cache.head_rank_pairs(m, layer, placement::head_shard(e.model, 1, 0), ranks, {});
+    std::vector<sparsity::TileCost> want(16);
+    for (int h = 0; h < 8; ++h) {  // the plain path: every head's own object, counted from scratch
+      const auto direct = sparsity::pair_costs(*heads[size_t(layer * 8 + h)], ranks, {});
+      for (size_t i = 0; i < want.size(); ++i) want[i] += direct[i];
+    }
+    EXPECT_EQ(sum, want) << "layer " << layer;
+  }
+  EXPECT_EQ(cache.pair_cost_builds(), masks);  // not 16
+
+  // With no room to keep matrices: the same sums, each distinct mask of a
+  // shard counted once per call, nothing kept.
+  placement::WorkCache tight;
+  tight.set_matrix_budget(0);
+  const auto& r2 = tight.partition(Partition::stripe, e, m);
+  int64_t per_call = 0;
+  for (int layer = 0; layer < 2; ++layer) {
+    EXPECT_EQ(tight.head_rank_pairs(m, layer, placement::head_shard(e.model, 1, 0), r2, {}),
+              cache.head_rank_pairs(m, layer, placement::head_shard(e.model, 1, 0), ranks, {}));
+    per_call += int64_t(std::set<int>(variant.begin() + layer * 8, variant.begin() + layer * 8 + 8).size());
+  }
+  EXPECT_EQ(tight.pair_cost_builds(), per_call);
+  EXPECT_EQ(tight.matrix_bytes(), 0);
+  EXPECT_EQ(cache.pair_cost_builds(), masks);  // the kept matrices answered the second round
+}
+
 }  // namespace
 }  // namespace rm::placement

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <fstream>
 
 #include "sim/config/json_reader.hpp"
@@ -46,6 +47,35 @@ TEST(SparsityModel, EveryShippedPatternBuildsAtShortAndLongLengths) {
   EXPECT_TRUE(load("topp-synthetic", {1, 1, 1, 4096, 1, ""}).dynamic());
   EXPECT_FALSE(load("dense-causal", {1, 1, 1, 4096, 1, ""}).dynamic());
   EXPECT_EQ(load("dense-causal", {1, 1, 1, 4096, 1, ""}).block_sparsity(0, {}), 0.0);
+}
+
+// Equal masks share one object (the id pair costs are cached by), unequal
+// ones never do: the exact invariant, on every pair of heads.
+TEST(SparsityModel, EqualHeadsShareOneObjectAndOnlyThose) {
+  for (const char* name : {"dense-causal", "qwen2.5-3b-static", "topp-synthetic", "a-shape", "document-causal"}) {
+    for (int64_t s : {int64_t(512), int64_t(8192)}) {
+      const auto m = load(name, {3, 4, 1, s, 3, ""});
+      std::set<const HeadPattern*> objects;
+      for (int a = 0; a < 12; ++a) {
+        objects.insert(&m.head(a / 4, a % 4));
+        for (int b = 0; b < 12; ++b) {
+          const HeadPattern &x = m.head(a / 4, a % 4), &y = m.head(b / 4, b % 4);
+          EXPECT_EQ(&x == &y, x == y) << name << " " << s << " heads " << a << ", " << b;
+        }
+      }
+      EXPECT_EQ(m.distinct_heads(), int(objects.size())) << name << " " << s;
+    }
+  }
+  // Separate but equal objects handed in are merged; a different one is not.
+  auto a = std::make_shared<const HeadPattern>(HeadPattern::vertical_slash(IntervalSet({{0, 30}, {500, 501}}), IntervalSet({{0, 100}})));
+  auto b = std::make_shared<const HeadPattern>(HeadPattern::vertical_slash(IntervalSet({{0, 30}, {500, 501}}), IntervalSet({{0, 100}})));
+  auto c = std::make_shared<const HeadPattern>(HeadPattern::vertical_slash(IntervalSet({{0, 30}, {501, 502}}), IntervalSet({{0, 100}})));
+  const SparsityModel m("t", 1, 4, 4096, false, {a, b, c, a});
+  EXPECT_EQ(m.distinct_heads(), 2);
+  EXPECT_EQ(&m.head(0, 0), &m.head(0, 1));
+  EXPECT_EQ(&m.head(0, 0), &m.head(0, 3));
+  EXPECT_NE(&m.head(0, 0), &m.head(0, 2));
+  EXPECT_EQ(a->hash(), b->hash());
 }
 
 TEST(SparsityModel, TopPProfileMeetsItsLayerTargets) {

@@ -4,11 +4,18 @@
 // stripe (128 tokens), contiguous and zigzag partitions, and chunk_row_costs
 // (128-token query chunks against all keys: the balanced partition's input)
 // and pair_costs under that balanced partition, on one core.
-//   bench_sparsity [pattern.json] [--seq-len N] [--ranks W]
+//   bench_sparsity [pattern.json] [--seq-len N] [--ranks W] [--scale]
 // With --vs-partitions: every partition (contiguous, zigzag, stripe of 1, 64,
 // 100, 128, 256 tokens, balanced) of the shipped vertical-slash patterns at
 // --seq-len (default 1M) x --ranks (default 64), each case timed, with an
 // FNV-1a hash of all its (blocks, nnz) to compare builds.
+// With --scale: what a full step pays for patterns and pair costs at the
+// issue-9 sizes — build_sparsity of the default pattern (36 x 16 heads) at
+// 512K and 4M tokens with its distinct head count, then the pair costs a step
+// asks for (WorkCache::head_rank_pairs, stripe 128, one head shard) at
+// W = 32 (512K and 4M), W = 128 and W = 1024 (4M; W = 1024 on layer 0 only,
+// its 16 heads, to keep the run short), each with the number of distinct
+// pair-cost evaluations the cache made and a hash of every sum.
 // With --dense-family: every dense-family pattern (dense and document
 // masks, causal and full) under every partition at 1M tokens x 64 ranks
 // (dense_family_cases below), one line and one time per case.
@@ -17,6 +24,7 @@
 #include <ctime>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +34,7 @@
 #include "sim/config/json_reader.hpp"
 #include "sim/placement/context_partition.hpp"
 #include "sim/placement/token_partition.hpp"
+#include "sim/placement/work_cache.hpp"
 #include "sim/sparsity/sparsity_model.hpp"
 
 namespace {
@@ -106,6 +115,46 @@ void vertical_slash_partitions(int64_t seq_len, int w) {
   }
 }
 
+// The issue-9 scale figures (--scale, see the header).
+void scale_figures() {
+  struct Case {
+    int64_t seq_len;
+    int w;
+    int layers;  // layers whose pair costs are counted
+  };
+  const Case cases[] = {{int64_t(1) << 19, 32, 36}, {int64_t(1) << 22, 32, 36}, {int64_t(1) << 22, 128, 36}, {int64_t(1) << 22, 1024, 1}};
+  const auto spec = default_pattern();
+  int64_t built_len = 0;
+  std::unique_ptr<SparsityModel> model;
+  for (const Case& c : cases) {
+    if (c.seq_len != built_len) {
+      Timer build;
+      model = std::make_unique<SparsityModel>(build_sparsity(spec, "topp-synthetic", {36, 16, 2, c.seq_len, 1, ""}));
+      built_len = c.seq_len;
+      std::printf("patterns  S=%-8lld build_sparsity %s  (%d heads, %d distinct)\n", static_cast<long long>(c.seq_len),
+                  build.str().c_str(), model->layers() * model->heads(), model->distinct_heads());
+    }
+    rm::Experiment e;
+    e.parallel.cp = c.w;
+    e.parallel.stripe_tokens = 128;
+    e.workload.seq_len = c.seq_len;
+    e.model.heads = 16;
+    e.model.kv_heads = 2;
+    rm::placement::WorkCache cache;
+    Timer t;
+    const auto& ranks = cache.partition(rm::Partition::stripe, e, *model);
+    uint64_t hash = 14695981039346656037ull;
+    for (int l = 0; l < c.layers; ++l)
+      for (const auto& x : cache.head_rank_pairs(*model, l, rm::placement::head_shard(e.model, 1, 0), ranks, {})) {
+        hash = (hash ^ static_cast<uint64_t>(x.blocks)) * 1099511628211ull;
+        hash = (hash ^ static_cast<uint64_t>(x.nnz)) * 1099511628211ull;
+      }
+    std::printf("pair costs S=%-8lld W=%-5d stripe 128, %2d layer(s): %s  (%lld distinct evaluations, hash %016llx)\n",
+                static_cast<long long>(c.seq_len), c.w, c.layers, t.str().c_str(),
+                static_cast<long long>(cache.pair_cost_builds()), static_cast<unsigned long long>(hash));
+  }
+}
+
 // Every dense-family pattern under every partition: the partition (for
 // `balanced`, its chunk-row counts over the model's heads and the period
 // deal, as the simulator builds it) and pair_costs of the distinct head
@@ -151,17 +200,22 @@ int main(int argc, char** argv) {
   int64_t seq_len = 0;  // default: 512K (1M with --vs-partitions or --dense-family)
   int w = 0;            // default: 32 (64 with --vs-partitions or --dense-family)
   std::string file;
-  bool partitions = false, dense = false;
+  bool partitions = false, dense = false, scale = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--seq-len") && i + 1 < argc) seq_len = std::stoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--ranks") && i + 1 < argc) w = std::stoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--vs-partitions")) partitions = true;
     else if (!std::strcmp(argv[i], "--dense-family")) dense = true;
+    else if (!std::strcmp(argv[i], "--scale")) scale = true;
     else file = argv[i];
   }
   try {
     if (partitions) {
       vertical_slash_partitions(seq_len ? seq_len : int64_t(1) << 20, w ? w : 64);
+      return 0;
+    }
+    if (scale) {
+      scale_figures();
       return 0;
     }
     if (dense) return dense_family_cases(seq_len ? seq_len : int64_t(1) << 20, w ? w : 64);
