@@ -148,14 +148,14 @@ struct Counter {
 };
 
 // Per-op and per-rank bytes of a run at its peak, upper bounds calibrated on
-// peak RSS (docs/generators.md, "Memory estimate"): a Schedule op with its
-// dependencies and descriptors while generating (builder tables included);
-// a simulation adds the engine's per-op state, the Timeline's events and the
-// report's per-op data, while the Schedule is still held.
-constexpr int64_t kScheduleBytesPerOp = 400;
-constexpr int64_t kSimulateBytesPerOp = 1100;
+// peak RSS (docs/generators.md, "Memory estimate"): measured 247 bytes per op
+// for `schedule` and 591 for `simulate` (the slope of peak RSS from 0.59M to
+// 2.37M ops), here with ~30% to spare; a simulation holds the Schedule, the
+// engine's per-op state, the Timeline's events and the report's per-op data.
+constexpr int64_t kScheduleBytesPerOp = 320;
+constexpr int64_t kSimulateBytesPerOp = 800;
 constexpr int64_t kBytesPerRank = 64 << 10;   // streams, groups, buffers, ready lists
-constexpr int64_t kBaseBytes = 96ll << 20;    // the binary, configs, allocator slack
+constexpr int64_t kBaseBytes = 96ll << 20;    // the binary, configs, patterns, allocator slack (49 MB measured)
 
 // The attention work the generator reads: per distinct head pattern a cp x cp
 // table of pair costs (placement::WorkCache), per (layer, head rank) their sums.
