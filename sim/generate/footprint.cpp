@@ -159,9 +159,9 @@ constexpr int64_t kBaseBytes = 96ll << 20;    // the binary, configs, patterns, 
 
 // The attention work the generator reads: per distinct head pattern a cp x cp
 // table of pair costs (placement::WorkCache), per (layer, head rank) their sums.
-int64_t pair_cost_bytes(const Experiment& e) {
+int64_t pair_cost_bytes(const Experiment& e, bool every_layer) {
   const int64_t cp = e.parallel.cp, pairs = cp * cp * int64_t(sizeof(sparsity::TileCost));
-  const int64_t layers = e.scope == Scope::step ? e.model.layers : 1;
+  const int64_t layers = every_layer ? e.model.layers : 1;
   const std::string kind = e.workload.pattern.is_object() ? e.workload.pattern.value("kind", "") : "";
   const bool one_pattern = kind == "dense_causal" || kind == "dense_full" || kind == "sliding_window" || kind == "a_shape";
   const int64_t patterns = one_pattern ? 1 : layers * e.model.heads;
@@ -176,7 +176,14 @@ Footprint estimate_footprint(const Experiment& e, RunKind kind) {
   Footprint f;
   f.ops = count_step_ops(e);
   const int64_t per_op = kind == RunKind::schedule ? kScheduleBytesPerOp : kSimulateBytesPerOp;
-  f.bytes = kBaseBytes + f.ops * per_op + int64_t(e.parallel.world()) * kBytesPerRank + pair_cost_bytes(e);
+  f.bytes = kBaseBytes + f.ops * per_op + int64_t(e.parallel.world()) * kBytesPerRank +
+            pair_cost_bytes(e, e.scope == Scope::step);
+  return f;
+}
+
+Footprint estimate_imbalance_footprint(const Experiment& e, int partitions) {
+  Footprint f;
+  f.bytes = kBaseBytes + int64_t(partitions) * pair_cost_bytes(e, true);
   return f;
 }
 
@@ -224,9 +231,10 @@ int64_t machine_memory_bytes() {
 void check_fits(const Footprint& f, const std::string& what) {
   const int64_t have = machine_memory_bytes();
   if (f.bytes <= have) return;
-  throw ConfigError(fmt::format("{} needs ~{:.1f} GB ({} ops), this machine has {:.1f} GB (set RINGMASTER_MEMORY_BYTES "
+  const std::string ops = f.ops > 0 ? fmt::format("{} ops", f.ops) : "pair-cost tables";
+  throw ConfigError(fmt::format("{} needs ~{:.1f} GB ({}), this machine has {:.1f} GB (set RINGMASTER_MEMORY_BYTES "
                                 "to override)",
-                                what, double(f.bytes) / 1e9, f.ops, double(have) / 1e9));
+                                what, double(f.bytes) / 1e9, ops, double(have) / 1e9));
 }
 
 }  // namespace rm::generate

@@ -29,14 +29,17 @@ struct Footprint {
   int64_t bytes = 0;  // upper bound of the peak resident memory
 };
 Footprint estimate_footprint(const Experiment& e, RunKind kind);
+// `ringmaster imbalance` builds no Schedule (ops = 0) but counts every layer's
+// pair costs for each of `partitions` partitions: what it holds is those tables.
+Footprint estimate_imbalance_footprint(const Experiment& e, int partitions);
 
 // Bytes this process may use: the cgroup limit when one is set (v2 memory.max,
 // v1 memory.limit_in_bytes), else MemAvailable (else physical memory).
 // RINGMASTER_MEMORY_BYTES overrides it (tests, or to insist).
 int64_t machine_memory_bytes();
 
-// Throws rm::ResourceError with one line — "<what> needs ~N GB (M ops), this machine
-// has K GB" — when the footprint exceeds the machine's memory.
+// Throws rm::ConfigError (exit code 2 in the CLI) with one line — "<what> needs
+// ~N GB (M ops), this machine has K GB" — when the footprint exceeds the machine's memory.
 void check_fits(const Footprint& f, const std::string& what);
 
 }  // namespace rm::generate

@@ -1,4 +1,4 @@
-// `simulate` and `schedule` estimate the memory of a run before starting it
+// `simulate`, `schedule` and `imbalance` estimate the memory of a run before starting it
 // (sim/generate/footprint.hpp) and refuse one that will not fit at once: one
 // line naming the estimate and the machine's memory, exit code 2, nothing built.
 #include <cstdlib>
@@ -39,6 +39,15 @@ TEST(CliFootprint, HugeScheduleRefusedBeforeWritingAnything) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("this schedule needs ~"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "s.json.gz"));
+}
+
+TEST(CliFootprint, HugeImbalanceRefusedNamingThePairCostTables) {
+  SmallMachine m;
+  // cp = 1,024: a 1,024 x 1,024 table per head pattern (36 layers x 16 heads) and partition.
+  auto r = run_cli("imbalance --set cluster.nodes=128 --set parallel.cp=1024 --set workload.seq_len=4m");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("this imbalance report needs ~"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(pair-cost tables), this machine has 1.0 GB"), std::string::npos) << r.err;
 }
 
 TEST(CliFootprint, SmallRunFitsTheSameMachine) {
