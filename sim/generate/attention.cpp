@@ -36,6 +36,8 @@ Sets sets_for(const StepContext& ctx, Phase phase) {
 }  // namespace
 
 AttentionTensors attention_tensors(StepContext& ctx, int r, Phase phase) {
+  auto& memo = ctx.memo.attention[size_t(r)][size_t(phase)];
+  if (memo) return *memo;
   const Experiment& e = ctx.e;
   const Sets sets = sets_for(ctx, phase);
   const placement::HeadShard s = placement::head_shard(e.model, e.parallel.hp, ctx.coord[size_t(r)].h);
@@ -59,6 +61,7 @@ AttentionTensors attention_tensors(StepContext& ctx, int r, Phase phase) {
     t.index_bars = ctx.buffer(r, std::string("index.bars") + sets.o, BufferRole::index, DType::int32,
                               {b, s.heads, nb, z.verticals}, kPerLayer);
   }
+  memo = t;
   return t;
 }
 
@@ -74,9 +77,17 @@ int exchange_count(const StepContext& ctx) { return (ctx.e.parallel.hp > 1 ? 1 :
 int stage_buffer(StepContext& ctx, int r, int home, int stage) {
   const int n = exchange_count(ctx);
   if (stage == n) return home;
-  const schedule::Buffer h = ctx.b.peek().buffers[size_t(home)];
+  std::vector<int>& memo = ctx.memo.stage;
+  const size_t at = size_t(home) * BufferMemo::kStages + size_t(stage);
+  if (at < memo.size() && memo[at] >= 0) return memo[at];
+  const schedule::Buffer& h = ctx.b.peek().buffers[size_t(home)];
   const auto keep = stage == 0 && h.role == BufferRole::o ? kPerLayer : schedule::Instances::one;
-  return ctx.buffer(r, h.name + (stage == 0 ? ".seq" : ".pre"), BufferRole::exchange, DType::bf16, h.shape, keep);
+  std::string name = h.name + (stage == 0 ? ".seq" : ".pre");
+  std::vector<int64_t> shape = h.shape;  // copied: declaring a buffer may move the table `h` lives in
+  const int id = ctx.buffer(r, name, BufferRole::exchange, DType::bf16, std::move(shape), keep);
+  if (memo.size() <= at) memo.resize(at + 1, -1);
+  memo[at] = id;
+  return id;
 }
 
 std::vector<int> parts_in(StepContext& ctx, int r, Phase phase, bool backward) {

@@ -22,18 +22,7 @@ struct AttentionCall {
 // ready[r] in: what the attention waits for on rank r; out: what ends it there.
 void emit_attention(StepContext& ctx, const AttentionCall& call, RankDeps& ready);
 
-// The attention's own buffers on a rank, in the ring's token layout (the
-// context rank's S/cp tokens, the head rank's heads): Q, K|V, O, LSE (kept per
-// layer for the backward), dO, dQ and the rank's finished dK|dV (fp32, as
-// they travel, in parallel.grad_comm_dtype) and, for dynamic patterns, the
-// index the pass built (`index`: the slash block mask of every ring step,
-// `index.bars`: each query block's verticals). A recomputation (and the backward after it) uses Q|K|V, O|LSE
-// of its own ("q.re", "kv.bwd", ...), so that it never overwrites what the
-// forward's ring may still be sending.
-struct AttentionTensors {
-  int q = -1, kv = -1, o = -1, lse = -1, d_o = -1, dq = -1, dkv = -1;
-  int index = -1, index_bars = -1;
-};
+// The attention's own buffers on rank `rank` for the pass `phase` (buffer_ids.hpp).
 AttentionTensors attention_tensors(StepContext& ctx, int rank, schedule::Phase phase);
 
 // What the dense part of the layer writes before the attention and reads

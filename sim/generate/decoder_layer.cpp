@@ -55,11 +55,18 @@ std::vector<int> cat(std::vector<int> a, const std::vector<int>& b) {
 }  // namespace
 
 int layer_input(StepContext& ctx, int rank, int layer) {
-  return ctx.buffer(rank, fmt::format("x{}", layer), BufferRole::activation, DType::bf16,
-                    {ctx.local_tokens(), ctx.e.model.hidden});
+  std::vector<int>& memo = ctx.memo.layer_input[size_t(rank)];
+  if (size_t(layer) < memo.size() && memo[size_t(layer)] >= 0) return memo[size_t(layer)];
+  const int id = ctx.buffer(rank, fmt::format("x{}", layer), BufferRole::activation, DType::bf16,
+                            {ctx.local_tokens(), ctx.e.model.hidden});
+  if (memo.size() <= size_t(layer)) memo.resize(size_t(layer) + 1, -1);
+  memo[size_t(layer)] = id;
+  return id;
 }
 
 LayerBuffers layer_buffers(StepContext& ctx, int r) {
+  auto& memo = ctx.memo.layer[size_t(r)];
+  if (memo) return *memo;
   const Model& m = ctx.e.model;
   const int64_t T = ctx.local_tokens();
   auto act = [&](const char* name, int64_t width, schedule::Instances instances) {
@@ -82,6 +89,7 @@ LayerBuffers layer_buffers(StepContext& ctx, int r) {
     b.dxn1 = act("dxn1", m.hidden, kOne);
     b.wgrad = ctx.buffer(r, "wgrad", BufferRole::gradient, DType::bf16, {m.layer_params()}, kPerLayer);
   }
+  memo = b;
   return b;
 }
 

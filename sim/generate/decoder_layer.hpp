@@ -19,13 +19,7 @@ void emit_layer_forward(StepContext& ctx, const LayerForward& f, RankDeps& ready
 // qkv_recomputed: Q/K/V come from a recomputation that skipped the attention.
 void emit_layer_backward(StepContext& ctx, int layer, bool qkv_recomputed, RankDeps& ready);
 
-// The dense part's buffers on a rank (local tokens x features, bf16). Kept per
-// layer: the activations the backward reads, the weights and their gradients.
-// dx, the gradient of the residual stream, runs from layer to layer.
-struct LayerBuffers {
-  int xn1 = -1, h = -1, hn = -1, gu = -1, act = -1, weights = -1;
-  int dx = -1, dact = -1, dgu = -1, dhn = -1, dh = -1, dxn1 = -1, wgrad = -1;
-};
+// The dense part's buffers on rank `rank` (buffer_ids.hpp).
 LayerBuffers layer_buffers(StepContext& ctx, int rank);
 // The residual stream entering decoder layer `layer` (x{layers} leaves the last one):
 // one buffer per layer, since layer l writes what layer l + 1 reads.

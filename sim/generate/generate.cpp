@@ -18,13 +18,13 @@ using schedule::Where;
 namespace {
 
 // The parameters of a decoder layer (layer >= 0) or of the embedding, LM head and
-// final norm (layer -1) on a rank, whole and as this rank's ZeRO shard, and their gradients.
-struct Params {
-  int weights = -1, shard = -1, grad = -1, grad_shard = -1;
-};
+// final norm (layer -1) on a rank (buffer_ids.hpp).
+using Params = ParamBuffers;
 Params params_of(StepContext& ctx, int r, int layer) {
-  const Model& m = ctx.e.model;
   const bool of_layer = layer >= 0;
+  auto& memo = ctx.memo.params[size_t(r)][of_layer ? 1 : 0];
+  if (memo) return *memo;
+  const Model& m = ctx.e.model;
   const auto per_layer = of_layer ? kPerLayer : schedule::Instances::one;
   const int64_t n = of_layer ? m.layer_params() : m.vocab * m.hidden * (m.tied_embeddings ? 1 : 2) + m.hidden;
   const int64_t shard = (n + ctx.e.parallel.world() - 1) / ctx.e.parallel.world();
@@ -35,6 +35,7 @@ Params params_of(StepContext& ctx, int r, int layer) {
   if (zero >= 1) p.shard = ctx.buffer(r, base + "weights.shard", BufferRole::weight, DType::bf16, {shard}, per_layer);
   p.grad = ctx.buffer(r, base + "wgrad", BufferRole::gradient, DType::bf16, {n}, per_layer);
   if (zero >= 1) p.grad_shard = ctx.buffer(r, base + "wgrad.shard", BufferRole::gradient, DType::bf16, {shard}, per_layer);
+  memo = p;
   return p;
 }
 

@@ -70,42 +70,41 @@ void emit_index_building(StepContext& ctx, int d, int h, schedule::Phase phase, 
   // (bf16, as the einsum of bf16 Q and K), the row statistics (top-p), the
   // column and diagonal sums, at the root the gathered sums and the top-k picks,
   // and the selected indices everyone receives.
-  struct Bufs {
-    AttentionTensors t;
-    int last_q = -1, qk = -1, max = -1, max_all = -1, sum = -1, sum_all = -1, vert = -1, slash = -1;
-    int v_top = -1, s_top = -1, v = -1, s = -1;
-    std::vector<int> vert_from, slash_from;  // root: per context rank, what its gather brought
-  };
-  std::vector<Bufs> buf(static_cast<size_t>(cp));
-  for (int c = 0; c < cp; ++c) {
-    const int r = ctx.rank(d, h, c);
-    Bufs& x = buf[size_t(c)];
-    auto work = [&](const std::string& name, DType dt, std::vector<int64_t> shape) {
-      return ctx.buffer(r, "index." + name, BufferRole::index_work, dt, std::move(shape));
-    };
-    x.t = attention_tensors(ctx, r, phase);
-    x.last_q = cp > 1 ? work("last_q", DType::bf16, {B, Q, H, D}) : x.t.q;
-    x.qk = work("qk", DType::bf16, {B, H, Q, N});
-    if (z.top_p) {
-      x.max = work("max", DType::bf16, {B, H, Q});
-      x.sum = work("sum", DType::bf16, {B, H, Q});
-      x.max_all = cp > 1 ? work("max.all", DType::bf16, {cp, B, H, Q}) : x.max;
-      x.sum_all = cp > 1 ? work("sum.all", DType::bf16, {cp, B, H, Q}) : x.sum;
-    }
-    x.vert = work("vertical", DType::bf16, {B, H, N});
-    x.slash = work("slash", DType::bf16, {B, H, N + Q - 1});
-    x.v = work("v", DType::int32, {B, H, z.verticals});
-    x.s = work("s", DType::int32, {B, H, z.slashes});
-    x.v_top = x.v, x.s_top = x.s;
-    if (c == kRoot) {
-      if (cp > 1) {
-        x.v_top = work("v.top", DType::int32, {B, H, z.verticals});
-        x.s_top = work("s.top", DType::int32, {B, H, z.slashes});
+  using Bufs = IndexBuffers;  // per context rank; declared on the group's first pass of this phase
+  auto [memo, fresh] = ctx.memo.index.try_emplace({group, int(phase)});
+  std::vector<Bufs>& buf = memo->second;
+  if (fresh) {
+    buf.resize(static_cast<size_t>(cp));
+    for (int c = 0; c < cp; ++c) {
+      const int r = ctx.rank(d, h, c);
+      Bufs& x = buf[size_t(c)];
+      auto work = [&](const std::string& name, DType dt, std::vector<int64_t> shape) {
+        return ctx.buffer(r, "index." + name, BufferRole::index_work, dt, std::move(shape));
+      };
+      x.t = attention_tensors(ctx, r, phase);
+      x.last_q = cp > 1 ? work("last_q", DType::bf16, {B, Q, H, D}) : x.t.q;
+      x.qk = work("qk", DType::bf16, {B, H, Q, N});
+      if (z.top_p) {
+        x.max = work("max", DType::bf16, {B, H, Q});
+        x.sum = work("sum", DType::bf16, {B, H, Q});
+        x.max_all = cp > 1 ? work("max.all", DType::bf16, {cp, B, H, Q}) : x.max;
+        x.sum_all = cp > 1 ? work("sum.all", DType::bf16, {cp, B, H, Q}) : x.sum;
       }
-      for (int from = 0; from < cp; ++from) {
-        x.vert_from.push_back(from == kRoot ? x.vert : work(fmt::format("vertical.from{}", from), DType::bf16, {B, H, N}));
-        x.slash_from.push_back(from == kRoot ? x.slash
-                                             : work(fmt::format("slash.from{}", from), DType::bf16, {B, H, N + Q - 1}));
+      x.vert = work("vertical", DType::bf16, {B, H, N});
+      x.slash = work("slash", DType::bf16, {B, H, N + Q - 1});
+      x.v = work("v", DType::int32, {B, H, z.verticals});
+      x.s = work("s", DType::int32, {B, H, z.slashes});
+      x.v_top = x.v, x.s_top = x.s;
+      if (c == kRoot) {
+        if (cp > 1) {
+          x.v_top = work("v.top", DType::int32, {B, H, z.verticals});
+          x.s_top = work("s.top", DType::int32, {B, H, z.slashes});
+        }
+        for (int from = 0; from < cp; ++from) {
+          x.vert_from.push_back(from == kRoot ? x.vert : work(fmt::format("vertical.from{}", from), DType::bf16, {B, H, N}));
+          x.slash_from.push_back(from == kRoot ? x.slash
+                                               : work(fmt::format("slash.from{}", from), DType::bf16, {B, H, N + Q - 1}));
+        }
       }
     }
   }

@@ -58,41 +58,34 @@ std::vector<P2PIds> shift(StepContext& ctx, const Ring& g, int (*next)(const Rin
   return out;
 }
 
-// How the causal mask meets queries q x keys k (full attention: never).
-schedule::Mask mask_of(const sparsity::TokenSet& q, const sparsity::TokenSet& k, bool causal) {
-  if (!causal) return schedule::Mask::full;
-  auto lo = [](const sparsity::TokenSet& t) {
-    int64_t m = INT64_MAX;
-    for (const auto& r : t.runs) m = std::min(m, r.begin);
-    return m;
-  };
-  auto hi = [](const sparsity::TokenSet& t) {
-    int64_t m = -1;
-    for (const auto& r : t.runs) m = std::max(m, r.begin + (r.count - 1) * r.stride + r.len - 1);
-    return m;
-  };
-  if (hi(k) <= lo(q)) return schedule::Mask::full;
-  if (lo(k) > hi(q)) return schedule::Mask::empty;
-  return schedule::Mask::causal;
-}
-
-int token_set_of(StepContext& ctx, const sparsity::TokenSet& t) {
+// Context rank c's tokens as the ring sees them (token-set id, first and last
+// token, count), made on first use and kept for every later layer and pass.
+const BufferMemo::Tokens& tokens_of(StepContext& ctx, int c) {
+  auto& memo = ctx.memo.tokens;
+  if (memo.size() < size_t(ctx.work.cp())) memo.resize(size_t(ctx.work.cp()));
+  BufferMemo::Tokens& m = memo[size_t(c)];
+  if (m.set >= 0) return m;
+  const sparsity::TokenSet& t = ctx.work.tokens(c);
   schedule::TokenSet out;
   for (const auto& r : t.runs) out.runs.push_back({r.begin, r.len, r.stride, r.count});
-  return ctx.b.token_set(out);
+  m.set = ctx.b.token_set(out);
+  m.lo = INT64_MAX;
+  m.hi = -1;
+  for (const auto& r : t.runs) {
+    m.lo = std::min(m.lo, r.begin);
+    m.hi = std::max(m.hi, r.begin + (r.count - 1) * r.stride + r.len - 1);
+  }
+  m.size = t.size();
+  return m;
 }
 
-// Per-rank buffers of the ring: K|V receive slots (inner: two, double
-// buffering; outer: three, see below), and backward's dK|dV — each step's
-// partial, the sums arriving with a block, and each round's share handed to
-// the outer ring.
-struct RingBuffers {
-  AttentionTensors t;
-  int kv_inner[2] = {-1, -1}, kv_outer[3] = {-1, -1, -1};
-  int dkv_inner[2] = {-1, -1}, dkv_outer[2] = {-1, -1};
-  std::vector<int> dkv_part;   // per step (the compute stream may run ahead of the dK|dV transfers)
-  std::vector<int> dkv_round;  // per outer round
-};
+// How the causal mask meets queries q x keys k (full attention: never).
+schedule::Mask mask_of(const BufferMemo::Tokens& q, const BufferMemo::Tokens& k, bool causal) {
+  if (!causal) return schedule::Mask::full;
+  if (k.hi <= q.lo) return schedule::Mask::full;
+  if (k.lo > q.hi) return schedule::Mask::empty;
+  return schedule::Mask::causal;
+}
 
 // Buffers one stream writes and another reads are safe from the next writer
 // only through what the generator's dependencies imply: an outer K|V slot is
@@ -100,7 +93,10 @@ struct RingBuffers {
 // slot is rewritten once a later round's computes, hence the inner sends
 // before them, are done) and kept per pass (two copies, alternating between
 // consecutive passes), as are the dK|dV partials and round sums.
-RingBuffers ring_buffers(StepContext& ctx, int r, schedule::Phase phase, int O, int I, bool backward) {
+// (RingBuffers: buffer_ids.hpp; O and I are the rank's group's, hence fixed per rank.)
+const RingBuffers& ring_buffers(StepContext& ctx, int r, schedule::Phase phase, int O, int I, bool backward) {
+  auto& memo = ctx.memo.ring[size_t(r)][size_t(phase) * 2 + (backward ? 1 : 0)];
+  if (memo) return *memo;
   RingBuffers b;
   b.t = attention_tensors(ctx, r, phase);
   const std::vector<int64_t> kv = ctx.b.peek().buffers[size_t(b.t.kv)].shape;
@@ -121,7 +117,8 @@ RingBuffers ring_buffers(StepContext& ctx, int r, schedule::Phase phase, int O, 
   if (backward && O > 1 && I > 1)
     for (int o = 0; o < O; ++o)
       b.dkv_round.push_back(slot(fmt::format("dkv.round{}", o), BufferRole::dkv_slot, g, kPerPass));
-  return b;
+  memo = std::move(b);
+  return *memo;
 }
 
 // The merge of step k's result into the rank's accumulators, after its attention op
@@ -193,12 +190,17 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
   const schedule::IndexSource index = ctx.patterns_dynamic ? schedule::IndexSource::built
                                       : ctx.patterns_sparse ? schedule::IndexSource::pattern
                                                             : schedule::IndexSource::none;
-  std::vector<RingBuffers> buf;
-  std::vector<int> tokens;
+  std::vector<const RingBuffers*> bufp;
+  std::vector<const BufferMemo::Tokens*> tok;
   for (int c = 0; c < cp; ++c) {
-    buf.push_back(ring_buffers(ctx, g.rank[size_t(c)], phase, O, I, backward));
-    tokens.push_back(token_set_of(ctx, ctx.work.tokens(c)));
+    bufp.push_back(&ring_buffers(ctx, g.rank[size_t(c)], phase, O, I, backward));
+    tok.push_back(&tokens_of(ctx, c));
   }
+  // buf[c]: rank c's ring buffers (the memo's entries stay put: one optional per rank and pass).
+  struct Buffers {
+    const std::vector<const RingBuffers*>& p;
+    const RingBuffers& operator[](size_t c) const { return *p[c]; }
+  } buf{bufp};
   // Where rank c holds the K|V of step (so, si): its own, the outer slot, or an inner slot.
   auto block = [&](int c, int so, int si) {
     const RingBuffers& b = buf[size_t(c)];
@@ -258,7 +260,7 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
         const sparsity::TileCost& t = work[size_t(c * cp + src)];
         last_compute[size_t(c)] = ctx.b.compute(r, ctx.streams[size_t(r)].compute, attn, where,
                                                 {cost::attention_flops(t.nnz, dim, batch, backward), t.blocks * batch,
-                                                 ctx.work.tokens(c).size() * batch},
+                                                 tok[size_t(c)]->size * batch},
                                                 std::move(cd));
         const RingBuffers& b = buf[size_t(c)];
         std::vector<int> reads{b.t.q, block(c, so, si)};
@@ -268,8 +270,8 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
                                             : std::vector<int>{b.t.dq, O * I > 1 ? b.dkv_part[size_t(k)] : b.t.dkv};
         ctx.access(last_compute[size_t(c)], std::move(reads), std::move(writes));
         ctx.b.set_attention(last_compute[size_t(c)],
-                            {tokens[size_t(c)], tokens[size_t(src)], shard.first_head, shard.heads,
-                             shard.first_kv_head, shard.kv_heads, mask_of(ctx.work.tokens(c), ctx.work.tokens(src), ctx.patterns_causal),
+                            {tok[size_t(c)]->set, tok[size_t(src)]->set, shard.first_head, shard.heads,
+                             shard.first_kv_head, shard.kv_heads, mask_of(*tok[size_t(c)], *tok[size_t(src)], ctx.patterns_causal),
                              index, k > 0});
         if (k > 0) {
           const bool sum = backward && si > 0;  // a dK|dV sum came with this block

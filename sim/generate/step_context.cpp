@@ -19,7 +19,8 @@ StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityM
       map(experiment.parallel),
       kind(make_attention_kind(experiment)),
       work(experiment, patterns, cache),
-      b(experiment.resolved, generator_name(experiment)) {
+      b(experiment.resolved, generator_name(experiment)),
+      memo(experiment.parallel.world()) {
   const Parallel& p = e.parallel;
   coord.resize(size_t(p.world()));
   for (int d = 0; d < p.dp; ++d)

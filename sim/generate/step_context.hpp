@@ -14,6 +14,7 @@
 #include "sim/config/experiment.hpp"
 #include "sim/generate/attention_kind.hpp"
 #include "sim/generate/attention_work.hpp"
+#include "sim/generate/buffer_ids.hpp"
 #include "sim/placement/device_map.hpp"
 #include "sim/schedule/builder.hpp"
 #include "sim/topology/topology.hpp"
@@ -96,6 +97,7 @@ struct StepContext {
   std::vector<int> head_groups;     // per (d, c)
   int world_group = -1;
   std::vector<RankStreams> streams;  // per rank
+  BufferMemo memo;                   // buffer ids by rank, reused by every layer and pass
 
  private:
   std::map<std::pair<int, std::string>, int> buffer_ids_;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/generate/footprint.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/placement/attention_kind.hpp"
 #include "traces/text_file.hpp"
@@ -62,6 +63,7 @@ void run(const Options& o) {
       parts.push_back(*p);
     }
   }
+  generate::check_fits(generate::estimate_imbalance_footprint(e, int(parts.size())), "this imbalance report");
   ProgressLine progress(!o.exp.json);
   progress.update("building the sparsity pattern", 0, 1);
   pipeline::Session session;

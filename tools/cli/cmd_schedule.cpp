@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/generate/footprint.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "tools/cli/cli_common.hpp"
@@ -22,6 +23,7 @@ struct Options {
 
 void run(const Options& o) {
   const Experiment e = o.exp.load();
+  generate::check_fits(generate::estimate_footprint(e, generate::RunKind::schedule), "this schedule");
   ProgressLine progress(!o.exp.json);
   progress.update("building the sparsity pattern", 0, 3);
   pipeline::Session session;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/generate/footprint.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "traces/chrome_trace.hpp"
 #include "tools/cli/cli_common.hpp"
@@ -39,6 +40,7 @@ void run(const Options& o) {
     in = std::move(loaded.schedule);
   } else {
     e = o.exp.load();
+    generate::check_fits(generate::estimate_footprint(e, generate::RunKind::simulate), "this simulation");
     progress.update("building the sparsity pattern", 0, 3);
     pipeline::Session session;
     session.patterns(e);

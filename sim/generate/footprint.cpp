@@ -1,0 +1,248 @@
+#include "sim/generate/footprint.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "sim/config/json_reader.hpp"
+#include "sim/placement/device_map.hpp"
+#include "sim/sparsity/tile_cost.hpp"
+
+namespace rm::generate {
+
+namespace {
+
+// The ring of one context group: O rounds of I steps (the attention kinds of
+// sim/placement/*_attention.cpp, counted from the cluster shape alone).
+struct RingShape {
+  int64_t O = 1, I = 1;
+};
+
+RingShape ring_shape(const Experiment& e, int d, int h) {
+  const Parallel& p = e.parallel;
+  if (p.cp == 1) return {1, 1};
+  switch (p.ring) {
+    case RingKind::ring: return {1, p.cp};
+    case RingKind::double_ring:
+      if (p.window < 1 || p.cp % p.window != 0)
+        throw ConfigError(fmt::format("{}: $.parallel.window: expected a divisor of cp ({}), got {}", e.source, p.cp, p.window));
+      return {p.cp / p.window, p.window};
+    case RingKind::hierarchical: {
+      const placement::DeviceMap map(p);
+      std::map<int, int64_t> by_node;
+      for (int g : map.context_group(d, h)) ++by_node[g / e.cluster.gpus_per_node];
+      const int64_t inner = by_node.begin()->second;
+      for (const auto& [node, n] : by_node)
+        if (n != inner)
+          throw ConfigError(fmt::format("{}: $.parallel.ring: hierarchical needs as many context ranks on every node", e.source));
+      return {int64_t(by_node.size()), inner};
+    }
+  }
+  return {1, p.cp};
+}
+
+bool dynamic_patterns(const Experiment& e) {
+  const auto& p = e.workload.pattern;
+  if (!p.is_object()) return false;
+  auto it = p.find("dynamic");
+  return it != p.end() && it->is_boolean() && it->get<bool>();
+}
+bool top_p(const Experiment& e) { return e.workload.pattern.is_object() && e.workload.pattern.contains("top_p"); }
+
+// generate/ring_emitter.cpp: one group's ring, forward or backward.
+int64_t ring_ops(RingShape r, int64_t cp, bool backward) {
+  const int64_t O = r.O, I = r.I, K = O * I;
+  int64_t n = (O - 1) * 2 * cp      // outer K/V shifts (send + recv per rank)
+              + O * (I - 1) * 2 * cp  // inner K/V shifts
+              + K * cp                // attention computes
+              + (K - 1) * cp;         // merges
+  if (backward) {
+    if (I > 1) n += K * 2 * cp;  // dK/dV with their block, after every step
+    if (O > 1) n += (O - 1) * cp + O * 2 * cp;  // outer additions, outer dK/dV shifts
+  }
+  return n;
+}
+
+// generate/index_building.cpp: one group's index building (a forward or a recomputation).
+int64_t index_ops(int64_t cp, bool topp) {
+  const int64_t many = cp > 1 ? 1 : 0;
+  int64_t n = many * cp;                           // broadcast of the last queries
+  n += cp;                                         // QK^T
+  if (topp) n += cp + many * cp + cp + many * cp;  // max, gather, exp+sum, gather
+  n += cp;                                         // column sums
+  n += many * 2 * (cp - 1) + 1 + many * cp;        // gather to the root, top-k, broadcast (verticals)
+  n += cp;                                         // diagonal sums
+  n += many * 2 * (cp - 1) + 1 + many * cp;        // the same for the slashes
+  n += cp + cp;                                    // block mask, sort
+  return n;
+}
+
+struct Counter {
+  const Experiment& e;
+  int64_t world = e.parallel.world();
+  bool dynamic = dynamic_patterns(e), topp = top_p(e);
+  bool shuffles = e.parallel.cp > 1 && e.parallel.shuffle == ShuffleMode::per_call &&
+                  e.parallel.partition != Partition::contiguous;
+  bool recomputes = e.scope == Scope::layer || e.scope == Scope::step;
+  std::vector<RingShape> shapes;  // per (d, h)
+
+  explicit Counter(const Experiment& x) : e(x) {
+    for (int d = 0; d < e.parallel.dp; ++d)
+      for (int h = 0; h < e.parallel.hp; ++h) shapes.push_back(ring_shape(e, d, h));
+  }
+
+  // generate/attention.cpp: one attention call on every rank.
+  int64_t attention(bool backward, bool after_selective) const {
+    const int64_t cp = e.parallel.cp;
+    int64_t n = 0;
+    if (e.parallel.hp > 1) n += 2 * world;  // head all-to-all in and out
+    if (shuffles) {
+      const int64_t in = !backward ? 2 : (after_selective ? 3 : 1), out = !backward ? 1 : 2;
+      n += (in + out) * world;  // one all-to-all per tensor, every rank in one shuffle group
+    }
+    const int64_t groups = int64_t(e.parallel.dp) * e.parallel.hp;
+    if (dynamic) n += backward ? world : groups * index_ops(cp, topp);
+    for (const RingShape& s : shapes) n += ring_ops(s, cp, backward);
+    return n;
+  }
+  int64_t layer_forward(bool with_attention) const {
+    return 7 * world + (with_attention ? attention(false, false) : 0);
+  }
+  int64_t layer_backward() const {
+    const bool selective = recomputes && e.parallel.checkpoint == Checkpoint::selective;
+    return 7 * world + attention(true, selective);
+  }
+  int64_t layer() const {
+    const Checkpoint ck = e.parallel.checkpoint;
+    return layer_forward(true) + (ck != Checkpoint::none ? layer_forward(ck == Checkpoint::full) : 0) + layer_backward();
+  }
+  // generate/generate.cpp: training_step.
+  int64_t step() const {
+    const int64_t L = e.model.layers;
+    const int zero = e.parallel.zero_stage;
+    const bool collectives = world > 1;
+    int64_t n = L * layer();
+    n += 9 * world;  // embedding, final norm, LM head, loss, their backward, embedding grad, optimizer
+    if (collectives) {
+      if (zero == 3) n += (1 + 2 * L) * world;       // parameter gathers
+      n += (L + 1) * world;                          // gradient reductions
+      if (zero == 1 || zero == 2) n += (L + 1) * world;  // updated shards back
+    }
+    return n;
+  }
+  int64_t count() const {
+    switch (e.scope) {
+      case Scope::attention_fwd: return attention(false, false);
+      case Scope::attention_fwd_bwd: return attention(false, false) + attention(true, false);
+      case Scope::layer: return layer();
+      case Scope::step: return step();
+    }
+    return step();
+  }
+};
+
+// Per-op and per-rank bytes of a run at its peak, upper bounds calibrated on
+// peak RSS (docs/generators.md, "Memory estimate"): measured 247 bytes per op
+// for `schedule` and 591 for `simulate` (the slope of peak RSS from 0.59M to
+// 2.37M ops), here with ~30% to spare; a simulation holds the Schedule, the
+// engine's per-op state, the Timeline's events and the report's per-op data.
+constexpr int64_t kScheduleBytesPerOp = 320;
+constexpr int64_t kSimulateBytesPerOp = 800;
+constexpr int64_t kBytesPerRank = 64 << 10;   // streams, groups, buffers, ready lists
+constexpr int64_t kBaseBytes = 96ll << 20;    // the binary, configs, patterns, allocator slack (49 MB measured)
+// The cluster's topology::Topology keeps routes for every GPU pair of the cluster
+// (48 bytes per pair measured: 806 MB for 4,096 GPUs); an upper bound also once
+// routes are kept only for the pairs used.
+constexpr int64_t kRouteBytesPerGpuPair = 64;
+int64_t topology_bytes(const Experiment& e) {
+  const int64_t g = e.cluster.gpus();
+  return g * g * kRouteBytesPerGpuPair;
+}
+
+// The attention work the generator reads: per distinct head pattern a cp x cp
+// table of pair costs (placement::WorkCache), per (layer, head rank) their sums.
+int64_t pair_cost_bytes(const Experiment& e, bool every_layer) {
+  const int64_t cp = e.parallel.cp, pairs = cp * cp * int64_t(sizeof(sparsity::TileCost));
+  const int64_t layers = every_layer ? e.model.layers : 1;
+  const std::string kind = e.workload.pattern.is_object() ? e.workload.pattern.value("kind", "") : "";
+  const bool one_pattern = kind == "dense_causal" || kind == "dense_full" || kind == "sliding_window" || kind == "a_shape";
+  const int64_t patterns = one_pattern ? 1 : layers * e.model.heads;
+  return (patterns + layers * e.parallel.hp) * pairs;
+}
+
+}  // namespace
+
+int64_t count_step_ops(const Experiment& e) { return Counter(e).count(); }
+
+Footprint estimate_footprint(const Experiment& e, RunKind kind) {
+  Footprint f;
+  f.ops = count_step_ops(e);
+  const int64_t per_op = kind == RunKind::schedule ? kScheduleBytesPerOp : kSimulateBytesPerOp;
+  f.bytes = kBaseBytes + f.ops * per_op + int64_t(e.parallel.world()) * kBytesPerRank +
+            pair_cost_bytes(e, e.scope == Scope::step) + topology_bytes(e);
+  return f;
+}
+
+Footprint estimate_imbalance_footprint(const Experiment& e, int partitions) {
+  Footprint f;
+  f.bytes = kBaseBytes + int64_t(partitions) * pair_cost_bytes(e, true) + topology_bytes(e);
+  return f;
+}
+
+namespace {
+int64_t read_number(const char* path) {
+  std::ifstream in(path);
+  std::string s;
+  if (!(in >> s) || s == "max") return -1;
+  try {
+    return std::stoll(s);
+  } catch (...) {
+    return -1;
+  }
+}
+int64_t mem_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ss(line);
+    std::string key;
+    int64_t kb = 0;
+    if (ss >> key >> kb && key == "MemAvailable:") return kb * 1024;
+  }
+  return -1;
+}
+}  // namespace
+
+int64_t machine_memory_bytes() {
+  if (const char* o = std::getenv("RINGMASTER_MEMORY_BYTES"); o && *o) {
+    try {
+      return std::stoll(o);
+    } catch (...) {
+      throw ConfigError(fmt::format("RINGMASTER_MEMORY_BYTES: expected a number of bytes, got \"{}\"", o));
+    }
+  }
+  int64_t limit = read_number("/sys/fs/cgroup/memory.max");
+  if (limit < 0) limit = read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+  const int64_t avail = mem_available();
+  const int64_t physical = int64_t(sysconf(_SC_PHYS_PAGES)) * int64_t(sysconf(_SC_PAGE_SIZE));
+  int64_t have = avail > 0 ? avail : physical;
+  if (limit > 0 && limit < physical) have = std::min(have, limit);  // v1 reports "no limit" as a huge number
+  return have;
+}
+
+void check_fits(const Footprint& f, const std::string& what) {
+  const int64_t have = machine_memory_bytes();
+  if (f.bytes <= have) return;
+  const std::string ops = f.ops > 0 ? fmt::format("{} ops", f.ops) : "pair-cost tables";
+  throw ConfigError(fmt::format("{} needs ~{:.1f} GB ({}), this machine has {:.1f} GB (set RINGMASTER_MEMORY_BYTES "
+                                "to override)",
+                                what, double(f.bytes) / 1e9, ops, double(have) / 1e9));
+}
+
+}  // namespace rm::generate

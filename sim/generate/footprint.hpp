@@ -1,0 +1,45 @@
+// What a run will need before it starts: the number of ops the step generator
+// will emit for an experiment (counted from the generator's structure — ranks,
+// layers, passes, ring steps, exchanges — without building anything), the
+// bytes a run holds per op and per rank (upper bounds, calibrated on peak RSS),
+// and the memory this machine can give. A command refuses at once, with both
+// figures, a run that will not fit, instead of failing in std::bad_alloc.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/config/experiment.hpp"
+
+namespace rm::generate {
+
+// Ops of generate_step(e, ...) — exact for every experiment the generators
+// accept (tests/sim/generate_footprint_test.cpp checks it against generated
+// Schedules). Throws rm::ConfigError where the generator would (uneven
+// hierarchical groups, windows that do not divide cp).
+int64_t count_step_ops(const Experiment& e);
+
+// What a command will hold at its peak.
+enum class RunKind {
+  schedule,  // generate (and write) a Schedule
+  simulate,  // generate, run an engine, build the Timeline and the report
+};
+struct Footprint {
+  int64_t ops = 0;
+  int64_t bytes = 0;  // upper bound of the peak resident memory
+};
+Footprint estimate_footprint(const Experiment& e, RunKind kind);
+// `ringmaster imbalance` builds no Schedule (ops = 0) but counts every layer's
+// pair costs for each of `partitions` partitions: what it holds is those tables.
+Footprint estimate_imbalance_footprint(const Experiment& e, int partitions);
+
+// Bytes this process may use: the cgroup limit when one is set (v2 memory.max,
+// v1 memory.limit_in_bytes), else MemAvailable (else physical memory).
+// RINGMASTER_MEMORY_BYTES overrides it (tests, or to insist).
+int64_t machine_memory_bytes();
+
+// Throws rm::ConfigError (exit code 2 in the CLI) with one line — "<what> needs
+// ~N GB (M ops), this machine has K GB" — when the footprint exceeds the machine's memory.
+void check_fits(const Footprint& f, const std::string& what);
+
+}  // namespace rm::generate
