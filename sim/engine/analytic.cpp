@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 #include <queue>
+#include <span>
+#include <unordered_map>
 
 #include "sim/engine/exec_plan.hpp"
 #include "sim/engine/flow_network.hpp"
@@ -32,11 +34,19 @@ struct Event {
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
-// Route costs per (src gpu, dst gpu), computed on first use.
+// A route's cost, for each (src gpu, dst gpu) pair the Schedule uses: its
+// links (a range of Sim::route_links_) and summed latency. Topology::route is
+// called once per used pair; nothing is kept per pair not used.
 struct RouteCost {
-  const std::vector<int>* links = nullptr;
+  int32_t link_begin = 0, link_count = 0;
   double latency_s = 0;
-  bool known = false;
+};
+
+// A send/recv pair's transfer, prepared before the run so that the event loop
+// reads no Op (a Schedule's ops are large and far apart in memory).
+struct P2PXfer {
+  int32_t route;
+  double bytes;
 };
 
 // Who a transfer belongs to: a p2p pair (a = started op, b = partner) or a
@@ -49,7 +59,7 @@ struct Owner {
 struct Pending {
   Owner owner{-1, -1};
   double bytes = 0;
-  const RouteCost* route = nullptr;
+  int32_t route = -1;
 };
 
 // The analytic backend of the run driver: events ordered by (time, insertion
@@ -58,7 +68,16 @@ class Sim final : public schedule::RunBackend {
  public:
   Sim(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m)
       : s_(s), t_(t), m_(m), p_(s, run, m), st_(run), driver_(run, *this), net_(capacities(t, m)) {
-    routes_.resize(size_t(t.gpus()) * size_t(t.gpus()));
+    p2p_of_.assign(s.ops.size(), -1);
+    for (const Op& op : s.ops) {
+      const auto id = static_cast<size_t>(op.id);
+      if (op.kind != schedule::OpKind::send || run.match.partner[id] < 0) continue;  // only matched pairs transfer
+      const int32_t x = static_cast<int32_t>(p2p_.size());
+      p2p_.push_back({route(p_.gpu_of_rank[static_cast<size_t>(op.rank)], p_.gpu_of_rank[static_cast<size_t>(op.peer)]),
+                      double(op.bytes)});
+      p2p_of_[id] = x;
+      p2p_of_[static_cast<size_t>(run.match.partner[id])] = x;
+    }
   }
 
   OpTimes run() {
@@ -97,10 +116,8 @@ class Sim final : public schedule::RunBackend {
   void start_compute(OpId id) override { push(now_ + p_.compute_s[static_cast<size_t>(id)], Ev::op_done, id); }
 
   void start_p2p(OpId id, OpId partner) override {
-    const Op& op = s_.ops[static_cast<size_t>(id)];
-    const Op& send = op.kind == schedule::OpKind::send ? op : s_.ops[static_cast<size_t>(partner)];
-    start_transfer(p_.gpu_of_rank[static_cast<size_t>(send.rank)], p_.gpu_of_rank[static_cast<size_t>(send.peer)],
-                   double(send.bytes), {id, partner});
+    const P2PXfer& x = p2p_[static_cast<size_t>(p2p_of_[static_cast<size_t>(id)])];
+    start_transfer(x.route, x.bytes, {id, partner});
   }
 
   void start_collective(int64_t c) override {
@@ -118,16 +135,16 @@ class Sim final : public schedule::RunBackend {
     const auto& members = p_.run.match.calls[static_cast<size_t>(st_.xfers[static_cast<size_t>(x)].call)];
     const int src = p_.gpu_of_rank[static_cast<size_t>(s_.ops[static_cast<size_t>(members[static_cast<size_t>(pt.src)])].rank)];
     const int dst = p_.gpu_of_rank[static_cast<size_t>(s_.ops[static_cast<size_t>(members[static_cast<size_t>(pt.dst)])].rank)];
-    start_transfer(src, dst, pt.bytes, {x, -1});
+    start_transfer(route(src, dst), pt.bytes, {x, -1});
   }
 
   // A transfer first waits out its route's latency, then its bytes flow at the
   // max-min fair rate of the FlowNetwork (analytic.hpp). Alone on its route it
   // takes latency + bytes / (slowest link rate) = CostModel::transfer_seconds.
   // Between ranks on one GPU it is a local copy, shared with nothing.
-  void start_transfer(int src, int dst, double bytes, Owner owner) {
-    const RouteCost& rc = route(src, dst);
-    if (rc.links->empty()) {
+  void start_transfer(int32_t route, double bytes, Owner owner) {
+    const RouteCost& rc = routes_[static_cast<size_t>(route)];
+    if (rc.link_count == 0) {
       push(now_ + bytes / m_.local_copy_rate_Bps(), owner.b >= 0 ? Ev::p2p_done : Ev::xfer_done, owner.a, owner.b);
       return;
     }
@@ -140,22 +157,24 @@ class Sim final : public schedule::RunBackend {
         slot = free_pending_.back();
         free_pending_.pop_back();
       }
-      pending_[static_cast<size_t>(slot)] = {owner, bytes, &rc};
+      pending_[static_cast<size_t>(slot)] = {owner, bytes, route};
       push(now_ + rc.latency_s, Ev::activate, slot);
       return;
     }
-    begin_flow(rc, bytes, owner);
+    begin_flow(route, bytes, owner);
   }
 
   // Latency passed: the bytes enter the network.
   void activate(int64_t slot) {
     const Pending p = pending_[static_cast<size_t>(slot)];
     free_pending_.push_back(slot);
-    begin_flow(*p.route, p.bytes, p.owner);
+    begin_flow(p.route, p.bytes, p.owner);
   }
 
-  void begin_flow(const RouteCost& rc, double bytes, Owner owner) {
-    const int32_t f = net_.start(*rc.links, bytes, now_);
+  void begin_flow(int32_t route, double bytes, Owner owner) {
+    const RouteCost& rc = routes_[static_cast<size_t>(route)];
+    const int32_t f = net_.start(std::span<const int>(route_links_).subspan(size_t(rc.link_begin), size_t(rc.link_count)),
+                                 bytes, now_);
     if (static_cast<size_t>(f) >= owners_.size()) owners_.resize(static_cast<size_t>(f) + 1);
     owners_[static_cast<size_t>(f)] = owner;
     reschedule();
@@ -193,15 +212,18 @@ class Sim final : public schedule::RunBackend {
     driver_.complete(id);
   }
 
-  const RouteCost& route(int src, int dst) {
-    RouteCost& rc = routes_[size_t(src) * size_t(t_.gpus()) + size_t(dst)];
-    if (!rc.known) {
-      const topology::Route& r = t_.route(src, dst);
-      rc.links = &r.links;
+  // The index of (src, dst)'s RouteCost, made on first use.
+  int32_t route(int src, int dst) {
+    const uint64_t key = uint64_t(uint32_t(src)) << 32 | uint32_t(dst);
+    auto [it, fresh] = route_ids_.try_emplace(key, static_cast<int32_t>(routes_.size()));
+    if (fresh) {
+      const topology::Route& r = t_.route(src, dst);  // a reference or a temporary: copied here either way
+      RouteCost rc{static_cast<int32_t>(route_links_.size()), static_cast<int32_t>(r.links.size()), 0.0};
       for (int l : r.links) rc.latency_s += m_.link_latency_s(t_.links()[static_cast<size_t>(l)]);
-      rc.known = true;
+      route_links_.insert(route_links_.end(), r.links.begin(), r.links.end());
+      routes_.push_back(rc);
     }
-    return rc;
+    return it->second;
   }
 
   const schedule::Schedule& s_;
@@ -212,7 +234,11 @@ class Sim final : public schedule::RunBackend {
   schedule::RunDriver driver_;
   FlowNetwork net_;
   double now_ = 0;
+  std::unordered_map<uint64_t, int32_t> route_ids_;  // (src << 32 | dst) -> routes_ index
   std::vector<RouteCost> routes_;
+  std::vector<int> route_links_;
+  std::vector<P2PXfer> p2p_;    // per send op, in id order
+  std::vector<int32_t> p2p_of_;  // per op: its pair's p2p_ index; -1 if none
   std::vector<Owner> owners_;  // per flow id
   std::vector<Pending> pending_;
   std::vector<int64_t> free_pending_;
