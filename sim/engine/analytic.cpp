@@ -69,9 +69,11 @@ class Sim final : public schedule::RunBackend {
   Sim(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m)
       : s_(s), t_(t), m_(m), p_(s, run, m), st_(run), driver_(run, *this), net_(capacities(t, m)) {
     p2p_of_.assign(s.ops.size(), -1);
-    for (const Op& op : s.ops) {
-      const auto id = static_cast<size_t>(op.id);
-      if (op.kind != schedule::OpKind::send || run.match.partner[id] < 0) continue;  // only matched pairs transfer
+    for (size_t id = 0; id < s.ops.size(); ++id) {
+      // Only matched pairs transfer; the plan's arrays say which ops to read.
+      if (run.role[id] != schedule::RunPlan::Role::p2p || run.match.partner[id] < 0) continue;
+      const Op& op = s.ops[id];
+      if (op.kind != schedule::OpKind::send) continue;
       const int32_t x = static_cast<int32_t>(p2p_.size());
       p2p_.push_back({route(p_.gpu_of_rank[static_cast<size_t>(op.rank)], p_.gpu_of_rank[static_cast<size_t>(op.peer)]),
                       double(op.bytes)});
