@@ -22,16 +22,77 @@ enum class Ev : uint8_t {
   p2p_done,    // a = the op that started the pair, b = its partner
   xfer_done,   // a = collective transfer index
   activate,    // a = pending transfer whose route latency has passed: its bytes start to flow
-  flow_done,   // a = flow id; stale unless version is the flow's
 };
 
 struct Event {
   double t;
   uint64_t seq;  // insertion order breaks ties: deterministic
   int64_t a, b;
-  uint32_t version;
   Ev kind;
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+// When each flow in flight ends at its current rate: a min-heap of flow ids
+// on (t, seq), updated in place when a rate changes. (A plain event queue
+// would keep every superseded end as a stale entry: under contention it grows
+// with each rate change, and every push and pop pays for its size.) Keys take
+// their seq from the same counter as the events, so the order in which events
+// and flow ends are handled is exactly that of one queue of both.
+class FlowEnds {
+ public:
+  struct Key {
+    double t;
+    uint64_t seq;
+    bool operator<(const Key& o) const { return t != o.t ? t < o.t : seq < o.seq; }
+  };
+  bool empty() const { return heap_.empty(); }
+  int32_t top() const { return heap_.front(); }
+  const Key& key(int32_t f) const { return key_[static_cast<size_t>(f)]; }
+  void set(int32_t f, Key k) {
+    const auto i = static_cast<size_t>(f);
+    if (i >= key_.size()) key_.resize(i + 1), pos_.resize(i + 1, -1);
+    key_[i] = k;
+    if (pos_[i] < 0) {
+      pos_[i] = static_cast<int32_t>(heap_.size());
+      heap_.push_back(f);
+    }
+    up(static_cast<size_t>(pos_[i]));
+    down(static_cast<size_t>(pos_[i]));
+  }
+  void pop() {
+    pos_[static_cast<size_t>(heap_.front())] = -1;
+    const int32_t last = heap_.back();
+    heap_.pop_back();
+    if (heap_.empty()) return;
+    heap_.front() = last;
+    pos_[static_cast<size_t>(last)] = 0;
+    down(0);
+  }
+
+ private:
+  bool less(size_t a, size_t b) const { return key(heap_[a]) < key(heap_[b]); }
+  void swap_at(size_t a, size_t b) {
+    std::swap(heap_[a], heap_[b]);
+    pos_[static_cast<size_t>(heap_[a])] = static_cast<int32_t>(a);
+    pos_[static_cast<size_t>(heap_[b])] = static_cast<int32_t>(b);
+  }
+  void up(size_t i) {
+    while (i > 0 && less(i, (i - 1) / 2)) swap_at(i, (i - 1) / 2), i = (i - 1) / 2;
+  }
+  void down(size_t i) {
+    for (;;) {
+      size_t m = i;
+      const size_t l = 2 * i + 1, r = l + 1;
+      if (l < heap_.size() && less(l, m)) m = l;
+      if (r < heap_.size() && less(r, m)) m = r;
+      if (m == i) return;
+      swap_at(i, m);
+      i = m;
+    }
+  }
+  std::vector<int32_t> heap_;
+  std::vector<int32_t> pos_;  // per flow: its index in heap_; -1 when not queued
+  std::vector<Key> key_;      // per flow
 };
 
 // A route's cost, for each (src gpu, dst gpu) pair the Schedule uses: its
@@ -84,17 +145,22 @@ class Sim final : public schedule::RunBackend {
 
   OpTimes run() {
     driver_.start();
-    while (!queue_.empty()) {
+    while (!queue_.empty() || !ends_.empty()) {
+      if (!ends_.empty() && (queue_.empty() || ends_.key(ends_.top()) < FlowEnds::Key{queue_.top().t, queue_.top().seq})) {
+        const int32_t f = ends_.top();
+        now_ = ends_.key(f).t;
+        ends_.pop();
+        flow_done(f);
+        continue;
+      }
       const Event e = queue_.top();
       queue_.pop();
-      if (e.kind == Ev::flow_done && e.version != net_.version(static_cast<int32_t>(e.a))) continue;  // rate changed since
       now_ = e.t;
       switch (e.kind) {
         case Ev::op_done: op_done(e.a); break;
         case Ev::p2p_done: op_done(e.a), op_done(e.b); break;
         case Ev::xfer_done: xfer_done(e.a); break;
         case Ev::activate: activate(e.a); break;
-        case Ev::flow_done: flow_done(static_cast<int32_t>(e.a)); break;
       }
     }
     driver_.check_finished(s_);
@@ -109,8 +175,8 @@ class Sim final : public schedule::RunBackend {
     return c;
   }
 
-  void push(double t, Ev kind, int64_t a, int64_t b = -1, uint32_t version = 0) {
-    queue_.push({t, seq_++, a, b, version, kind});
+  void push(double t, Ev kind, int64_t a, int64_t b = -1) {
+    queue_.push({t, seq_++, a, b, kind});
   }
 
   void post(OpId id) override { st_.times.start[static_cast<size_t>(id)] = now_; }
@@ -192,7 +258,7 @@ class Sim final : public schedule::RunBackend {
 
   // Queue the new end of every flow whose rate the last start/finish changed.
   void reschedule() {
-    for (int32_t g : net_.rescheduled()) push(net_.end_time(g), Ev::flow_done, g, -1, net_.version(g));
+    for (int32_t g : net_.rescheduled()) ends_.set(g, {net_.end_time(g), seq_++});
   }
 
   void xfer_done(int64_t x) {
@@ -245,6 +311,7 @@ class Sim final : public schedule::RunBackend {
   std::vector<Pending> pending_;
   std::vector<int64_t> free_pending_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  FlowEnds ends_;
   uint64_t seq_ = 0;
 };
 
