@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 #include <queue>
+#include <span>
+#include <unordered_map>
 
 #include "sim/engine/exec_plan.hpp"
 #include "sim/engine/flow_network.hpp"
@@ -20,23 +22,92 @@ enum class Ev : uint8_t {
   p2p_done,    // a = the op that started the pair, b = its partner
   xfer_done,   // a = collective transfer index
   activate,    // a = pending transfer whose route latency has passed: its bytes start to flow
-  flow_done,   // a = flow id; stale unless version is the flow's
 };
 
 struct Event {
   double t;
   uint64_t seq;  // insertion order breaks ties: deterministic
   int64_t a, b;
-  uint32_t version;
   Ev kind;
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
-// Route costs per (src gpu, dst gpu), computed on first use.
+// When each flow in flight ends at its current rate: a min-heap of flow ids
+// on (t, seq), updated in place when a rate changes. (A plain event queue
+// would keep every superseded end as a stale entry: under contention it grows
+// with each rate change, and every push and pop pays for its size.) Keys take
+// their seq from the same counter as the events, so the order in which events
+// and flow ends are handled is exactly that of one queue of both.
+class FlowEnds {
+ public:
+  struct Key {
+    double t;
+    uint64_t seq;
+    bool operator<(const Key& o) const { return t != o.t ? t < o.t : seq < o.seq; }
+  };
+  bool empty() const { return heap_.empty(); }
+  int32_t top() const { return heap_.front(); }
+  const Key& key(int32_t f) const { return key_[static_cast<size_t>(f)]; }
+  void set(int32_t f, Key k) {
+    const auto i = static_cast<size_t>(f);
+    if (i >= key_.size()) key_.resize(i + 1), pos_.resize(i + 1, -1);
+    key_[i] = k;
+    if (pos_[i] < 0) {
+      pos_[i] = static_cast<int32_t>(heap_.size());
+      heap_.push_back(f);
+    }
+    up(static_cast<size_t>(pos_[i]));
+    down(static_cast<size_t>(pos_[i]));
+  }
+  void pop() {
+    pos_[static_cast<size_t>(heap_.front())] = -1;
+    const int32_t last = heap_.back();
+    heap_.pop_back();
+    if (heap_.empty()) return;
+    heap_.front() = last;
+    pos_[static_cast<size_t>(last)] = 0;
+    down(0);
+  }
+
+ private:
+  bool less(size_t a, size_t b) const { return key(heap_[a]) < key(heap_[b]); }
+  void swap_at(size_t a, size_t b) {
+    std::swap(heap_[a], heap_[b]);
+    pos_[static_cast<size_t>(heap_[a])] = static_cast<int32_t>(a);
+    pos_[static_cast<size_t>(heap_[b])] = static_cast<int32_t>(b);
+  }
+  void up(size_t i) {
+    while (i > 0 && less(i, (i - 1) / 2)) swap_at(i, (i - 1) / 2), i = (i - 1) / 2;
+  }
+  void down(size_t i) {
+    for (;;) {
+      size_t m = i;
+      const size_t l = 2 * i + 1, r = l + 1;
+      if (l < heap_.size() && less(l, m)) m = l;
+      if (r < heap_.size() && less(r, m)) m = r;
+      if (m == i) return;
+      swap_at(i, m);
+      i = m;
+    }
+  }
+  std::vector<int32_t> heap_;
+  std::vector<int32_t> pos_;  // per flow: its index in heap_; -1 when not queued
+  std::vector<Key> key_;      // per flow
+};
+
+// A route's cost, for each (src gpu, dst gpu) pair the Schedule uses: its
+// links (a range of Sim::route_links_) and summed latency. Topology::route is
+// called once per used pair; nothing is kept per pair not used.
 struct RouteCost {
-  const std::vector<int>* links = nullptr;
+  int32_t link_begin = 0, link_count = 0;
   double latency_s = 0;
-  bool known = false;
+};
+
+// A send/recv pair's transfer, prepared before the run so that the event loop
+// reads no Op (a Schedule's ops are large and far apart in memory).
+struct P2PXfer {
+  int32_t route;
+  double bytes;
 };
 
 // Who a transfer belongs to: a p2p pair (a = started op, b = partner) or a
@@ -49,7 +120,7 @@ struct Owner {
 struct Pending {
   Owner owner{-1, -1};
   double bytes = 0;
-  const RouteCost* route = nullptr;
+  int32_t route = -1;
 };
 
 // The analytic backend of the run driver: events ordered by (time, insertion
@@ -58,22 +129,38 @@ class Sim final : public schedule::RunBackend {
  public:
   Sim(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m)
       : s_(s), t_(t), m_(m), p_(s, run, m), st_(run), driver_(run, *this), net_(capacities(t, m)) {
-    routes_.resize(size_t(t.gpus()) * size_t(t.gpus()));
+    p2p_of_.assign(s.ops.size(), -1);
+    for (size_t id = 0; id < s.ops.size(); ++id) {
+      // Only matched pairs transfer; the plan's arrays say which ops to read.
+      if (run.role[id] != schedule::RunPlan::Role::p2p || run.match.partner[id] < 0) continue;
+      const Op& op = s.ops[id];
+      if (op.kind != schedule::OpKind::send) continue;
+      const int32_t x = static_cast<int32_t>(p2p_.size());
+      p2p_.push_back({route(p_.gpu_of_rank[static_cast<size_t>(op.rank)], p_.gpu_of_rank[static_cast<size_t>(op.peer)]),
+                      double(op.bytes)});
+      p2p_of_[id] = x;
+      p2p_of_[static_cast<size_t>(run.match.partner[id])] = x;
+    }
   }
 
   OpTimes run() {
     driver_.start();
-    while (!queue_.empty()) {
+    while (!queue_.empty() || !ends_.empty()) {
+      if (!ends_.empty() && (queue_.empty() || ends_.key(ends_.top()) < FlowEnds::Key{queue_.top().t, queue_.top().seq})) {
+        const int32_t f = ends_.top();
+        now_ = ends_.key(f).t;
+        ends_.pop();
+        flow_done(f);
+        continue;
+      }
       const Event e = queue_.top();
       queue_.pop();
-      if (e.kind == Ev::flow_done && e.version != net_.version(static_cast<int32_t>(e.a))) continue;  // rate changed since
       now_ = e.t;
       switch (e.kind) {
         case Ev::op_done: op_done(e.a); break;
         case Ev::p2p_done: op_done(e.a), op_done(e.b); break;
         case Ev::xfer_done: xfer_done(e.a); break;
         case Ev::activate: activate(e.a); break;
-        case Ev::flow_done: flow_done(static_cast<int32_t>(e.a)); break;
       }
     }
     driver_.check_finished(s_);
@@ -88,8 +175,8 @@ class Sim final : public schedule::RunBackend {
     return c;
   }
 
-  void push(double t, Ev kind, int64_t a, int64_t b = -1, uint32_t version = 0) {
-    queue_.push({t, seq_++, a, b, version, kind});
+  void push(double t, Ev kind, int64_t a, int64_t b = -1) {
+    queue_.push({t, seq_++, a, b, kind});
   }
 
   void post(OpId id) override { st_.times.start[static_cast<size_t>(id)] = now_; }
@@ -97,10 +184,8 @@ class Sim final : public schedule::RunBackend {
   void start_compute(OpId id) override { push(now_ + p_.compute_s[static_cast<size_t>(id)], Ev::op_done, id); }
 
   void start_p2p(OpId id, OpId partner) override {
-    const Op& op = s_.ops[static_cast<size_t>(id)];
-    const Op& send = op.kind == schedule::OpKind::send ? op : s_.ops[static_cast<size_t>(partner)];
-    start_transfer(p_.gpu_of_rank[static_cast<size_t>(send.rank)], p_.gpu_of_rank[static_cast<size_t>(send.peer)],
-                   double(send.bytes), {id, partner});
+    const P2PXfer& x = p2p_[static_cast<size_t>(p2p_of_[static_cast<size_t>(id)])];
+    start_transfer(x.route, x.bytes, {id, partner});
   }
 
   void start_collective(int64_t c) override {
@@ -118,16 +203,16 @@ class Sim final : public schedule::RunBackend {
     const auto& members = p_.run.match.calls[static_cast<size_t>(st_.xfers[static_cast<size_t>(x)].call)];
     const int src = p_.gpu_of_rank[static_cast<size_t>(s_.ops[static_cast<size_t>(members[static_cast<size_t>(pt.src)])].rank)];
     const int dst = p_.gpu_of_rank[static_cast<size_t>(s_.ops[static_cast<size_t>(members[static_cast<size_t>(pt.dst)])].rank)];
-    start_transfer(src, dst, pt.bytes, {x, -1});
+    start_transfer(route(src, dst), pt.bytes, {x, -1});
   }
 
   // A transfer first waits out its route's latency, then its bytes flow at the
   // max-min fair rate of the FlowNetwork (analytic.hpp). Alone on its route it
   // takes latency + bytes / (slowest link rate) = CostModel::transfer_seconds.
   // Between ranks on one GPU it is a local copy, shared with nothing.
-  void start_transfer(int src, int dst, double bytes, Owner owner) {
-    const RouteCost& rc = route(src, dst);
-    if (rc.links->empty()) {
+  void start_transfer(int32_t route, double bytes, Owner owner) {
+    const RouteCost& rc = routes_[static_cast<size_t>(route)];
+    if (rc.link_count == 0) {
       push(now_ + bytes / m_.local_copy_rate_Bps(), owner.b >= 0 ? Ev::p2p_done : Ev::xfer_done, owner.a, owner.b);
       return;
     }
@@ -140,22 +225,24 @@ class Sim final : public schedule::RunBackend {
         slot = free_pending_.back();
         free_pending_.pop_back();
       }
-      pending_[static_cast<size_t>(slot)] = {owner, bytes, &rc};
+      pending_[static_cast<size_t>(slot)] = {owner, bytes, route};
       push(now_ + rc.latency_s, Ev::activate, slot);
       return;
     }
-    begin_flow(rc, bytes, owner);
+    begin_flow(route, bytes, owner);
   }
 
   // Latency passed: the bytes enter the network.
   void activate(int64_t slot) {
     const Pending p = pending_[static_cast<size_t>(slot)];
     free_pending_.push_back(slot);
-    begin_flow(*p.route, p.bytes, p.owner);
+    begin_flow(p.route, p.bytes, p.owner);
   }
 
-  void begin_flow(const RouteCost& rc, double bytes, Owner owner) {
-    const int32_t f = net_.start(*rc.links, bytes, now_);
+  void begin_flow(int32_t route, double bytes, Owner owner) {
+    const RouteCost& rc = routes_[static_cast<size_t>(route)];
+    const int32_t f = net_.start(std::span<const int>(route_links_).subspan(size_t(rc.link_begin), size_t(rc.link_count)),
+                                 bytes, now_);
     if (static_cast<size_t>(f) >= owners_.size()) owners_.resize(static_cast<size_t>(f) + 1);
     owners_[static_cast<size_t>(f)] = owner;
     reschedule();
@@ -171,7 +258,7 @@ class Sim final : public schedule::RunBackend {
 
   // Queue the new end of every flow whose rate the last start/finish changed.
   void reschedule() {
-    for (int32_t g : net_.rescheduled()) push(net_.end_time(g), Ev::flow_done, g, -1, net_.version(g));
+    for (int32_t g : net_.rescheduled()) ends_.set(g, {net_.end_time(g), seq_++});
   }
 
   void xfer_done(int64_t x) {
@@ -193,15 +280,18 @@ class Sim final : public schedule::RunBackend {
     driver_.complete(id);
   }
 
-  const RouteCost& route(int src, int dst) {
-    RouteCost& rc = routes_[size_t(src) * size_t(t_.gpus()) + size_t(dst)];
-    if (!rc.known) {
-      const topology::Route& r = t_.route(src, dst);
-      rc.links = &r.links;
+  // The index of (src, dst)'s RouteCost, made on first use.
+  int32_t route(int src, int dst) {
+    const uint64_t key = uint64_t(uint32_t(src)) << 32 | uint32_t(dst);
+    auto [it, fresh] = route_ids_.try_emplace(key, static_cast<int32_t>(routes_.size()));
+    if (fresh) {
+      const topology::Route& r = t_.route(src, dst);  // a reference or a temporary: copied here either way
+      RouteCost rc{static_cast<int32_t>(route_links_.size()), static_cast<int32_t>(r.links.size()), 0.0};
       for (int l : r.links) rc.latency_s += m_.link_latency_s(t_.links()[static_cast<size_t>(l)]);
-      rc.known = true;
+      route_links_.insert(route_links_.end(), r.links.begin(), r.links.end());
+      routes_.push_back(rc);
     }
-    return rc;
+    return it->second;
   }
 
   const schedule::Schedule& s_;
@@ -212,11 +302,16 @@ class Sim final : public schedule::RunBackend {
   schedule::RunDriver driver_;
   FlowNetwork net_;
   double now_ = 0;
+  std::unordered_map<uint64_t, int32_t> route_ids_;  // (src << 32 | dst) -> routes_ index
   std::vector<RouteCost> routes_;
+  std::vector<int> route_links_;
+  std::vector<P2PXfer> p2p_;    // per send op, in id order
+  std::vector<int32_t> p2p_of_;  // per op: its pair's p2p_ index; -1 if none
   std::vector<Owner> owners_;  // per flow id
   std::vector<Pending> pending_;
   std::vector<int64_t> free_pending_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  FlowEnds ends_;
   uint64_t seq_ = 0;
 };
 

@@ -91,33 +91,43 @@ traces::Timeline to_timeline(const schedule::Schedule& s, const OpTimes& times, 
 traces::Timeline to_timeline(const schedule::Schedule& s, const schedule::RunPlan& plan, const OpTimes& times,
                              traces::Source source) {
   // Events are built directly in canonical order (rank, stream, start, end,
-  // op; op ids are unique, so the name never decides): sorting small indices
-  // is much cheaper than sorting events with their strings.
+  // op; op ids are unique, so the name never decides) stream by stream, with
+  // no global sort: a stream runs its ops in id order, so their starts already
+  // ascend, and only ops launched together (equal starts) may need reordering
+  // by end; each stream is checked and sorted alone only if it is not in order.
   struct Key {
-    int rank, stream;
     double start, end;
     int64_t op;
-    size_t index;
-    bool operator<(const Key& o) const {
-      return std::tie(rank, stream, start, end, op) < std::tie(o.rank, o.stream, o.start, o.end, o.op);
-    }
+    bool operator<(const Key& o) const { return std::tie(start, end, op) < std::tie(o.start, o.end, o.op); }
   };
   const size_t n = s.ops.size();
-  std::vector<Key> order;
-  order.reserve(n);
-  for (size_t k = 0; k < n; ++k) {
-    const schedule::Op& op = s.ops[k];
-    const auto i = static_cast<size_t>(op.id);
-    order.push_back({op.rank, op.stream, times.start[i], times.end[i], op.id, k});
+  std::vector<int32_t> stream_order(plan.streams.size());  // streams by (rank, stream)
+  for (size_t k = 0; k < stream_order.size(); ++k) stream_order[k] = static_cast<int32_t>(k);
+  auto stream_key = [&](int32_t k) {
+    const schedule::Op& first = s.ops[static_cast<size_t>(plan.streams[size_t(k)][0])];
+    return std::pair{first.rank, first.stream};
+  };
+  std::sort(stream_order.begin(), stream_order.end(),
+            [&](int32_t a, int32_t b) { return stream_key(a) < stream_key(b); });
+  // Each op's place in that order, found per stream; then the events are
+  // filled in one pass over the ops in id order (the Schedule is read
+  // sequentially; a stream's ops lie far apart in it).
+  std::vector<int64_t> place(n);
+  std::vector<Key> keys;
+  int64_t next = 0;
+  for (int32_t st : stream_order) {
+    const auto ops = plan.streams[size_t(st)];
+    keys.clear();
+    for (schedule::OpId id : ops) keys.push_back({times.start[size_t(id)], times.end[size_t(id)], id});
+    if (!std::is_sorted(keys.begin(), keys.end())) std::sort(keys.begin(), keys.end());
+    for (const Key& key : keys) place[static_cast<size_t>(key.op)] = next++;
   }
-  std::sort(order.begin(), order.end());
   traces::Timeline tl;
   tl.source = source;
   tl.events.resize(n);
-  for (size_t k = 0; k < n; ++k) {
-    const schedule::Op& op = s.ops[order[k].index];
+  for (const schedule::Op& op : s.ops) {
     const auto i = static_cast<size_t>(op.id);
-    traces::Event& e = tl.events[k];
+    traces::Event& e = tl.events[static_cast<size_t>(place[i])];
     e.op = op.id;
     e.rank = op.rank;
     e.stream = op.stream;

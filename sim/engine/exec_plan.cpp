@@ -8,8 +8,9 @@ using schedule::Op;
 
 ExecPlan::ExecPlan(const schedule::Schedule& s, const schedule::RunPlan& r, const cost::CostModel& m)
     : run(r), compute_s(s.ops.size(), 0.0) {
-  for (const Op& op : s.ops)
-    if (schedule::is_compute(op.kind)) compute_s[static_cast<size_t>(op.id)] = m.compute_seconds(s, op);
+  // The plan's roles say which ops compute: only those Ops are read (they are large).
+  for (size_t i = 0; i < s.ops.size(); ++i)
+    if (r.role[i] == schedule::RunPlan::Role::compute) compute_s[i] = m.compute_seconds(s, s.ops[i]);
   for (const auto& rank : s.ranks) gpu_of_rank.push_back(rank.gpu);
 }
 

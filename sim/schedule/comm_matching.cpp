@@ -2,30 +2,136 @@
 
 #include <algorithm>
 #include <tuple>
-#include <unordered_map>
+#include <cstdint>
 
 namespace rm::schedule {
 
 namespace {
 
-// Dense ids for keys, in first-seen order: one hash lookup per op, whether a
-// schedule has a few keys (a step's collectives) or one per ring step.
+// Dense ids for keys, in first-seen order: one probe of a flat open-addressing
+// table per op (no node per key: a ring has one key per step and pair).
 template <class Key>
 struct KeyIds {
-  struct Hash {
-    size_t operator()(const Key& k) const {
-      size_t h = 0;
-      std::apply([&](const auto&... x) { ((h = h * 1000003u ^ std::hash<std::decay_t<decltype(x)>>{}(x)), ...); }, k);
-      return h;
-    }
-  };
-  std::unordered_map<Key, int32_t, Hash> ids;
   std::vector<Key> keys;
-  int32_t operator()(const Key& k) {
-    auto [it, fresh] = ids.try_emplace(k, static_cast<int32_t>(keys.size()));
-    if (fresh) keys.push_back(k);
-    return it->second;
+  std::vector<int32_t> slots;  // key id, -1 empty; size a power of two, at most half full
+  static uint64_t mix(uint64_t h) {  // splitmix64's finalizer: linear probing needs spread bits
+    h ^= h >> 30, h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27, h *= 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
   }
+  static uint64_t hash(const Key& k) {
+    uint64_t h = 0;
+    std::apply([&](const auto&... x) { ((h = mix(h ^ static_cast<uint64_t>(x))), ...); }, k);
+    return h;
+  }
+  void grow() {
+    slots.assign(std::max<size_t>(64, slots.size() * 2), -1);
+    const size_t mask = slots.size() - 1;
+    for (size_t id = 0; id < keys.size(); ++id) {
+      size_t h = hash(keys[id]) & mask;
+      while (slots[h] >= 0) h = (h + 1) & mask;
+      slots[h] = static_cast<int32_t>(id);
+    }
+  }
+  int32_t operator()(const Key& k) {
+    if ((keys.size() + 1) * 2 > slots.size()) grow();
+    const size_t mask = slots.size() - 1;
+    for (size_t h = hash(k) & mask;; h = (h + 1) & mask) {
+      const int32_t id = slots[h];
+      if (id < 0) {
+        slots[h] = static_cast<int32_t>(keys.size());
+        keys.push_back(k);
+        return slots[h];
+      }
+      if (keys[static_cast<size_t>(id)] == k) return id;
+    }
+  }
+};
+
+// Pairs the k-th send with the k-th recv of each (sender, receiver, tag) key
+// in one pass in id order: a key stays in the table only while one side has
+// ops waiting (first in, first out), so the table holds the pairs in flight,
+// not every pair ever made, and stays in cache however long the schedule.
+class P2PMatcher {
+ public:
+  using Key = std::tuple<int, int, int64_t>;
+  explicit P2PMatcher(std::vector<OpId>& partner) : partner_(partner), table_(64) {}
+
+  void add(const Key& k, bool recv, OpId op) {
+    const uint64_t h = KeyIds<Key>::hash(k);
+    size_t i = find(k, h);
+    Entry& e = table_[i];
+    if (!e.used) {  // a new key: op waits
+      e = {k, h, push_node(op), -1, recv, true};
+      e.tail = e.head;
+      if (++live_ * 2 > table_.size()) grow();
+      return;
+    }
+    if (e.recv == recv) {  // same side as the waiting ops: queue behind them
+      const int32_t n = push_node(op);
+      nodes_[static_cast<size_t>(e.tail)].next = n;
+      e.tail = n;
+      return;
+    }
+    const int32_t first = e.head;  // the other side's oldest waiting op is op's partner
+    const OpId other = nodes_[static_cast<size_t>(first)].op;
+    partner_[static_cast<size_t>(op)] = other;
+    partner_[static_cast<size_t>(other)] = op;
+    e.head = nodes_[static_cast<size_t>(first)].next;
+    free_.push_back(first);
+    if (e.head < 0) erase(i);
+  }
+
+ private:
+  struct Entry {
+    Key key{};
+    uint64_t hash = 0;
+    int32_t head = -1, tail = -1;  // waiting ops, oldest first (nodes_)
+    bool recv = false;             // which side waits
+    bool used = false;
+  };
+  struct Node {
+    OpId op;
+    int32_t next;
+  };
+  size_t find(const Key& k, uint64_t h) const {
+    const size_t mask = table_.size() - 1;
+    size_t i = h & mask;
+    while (table_[i].used && !(table_[i].hash == h && table_[i].key == k)) i = (i + 1) & mask;
+    return i;
+  }
+  int32_t push_node(OpId op) {
+    int32_t n;
+    if (!free_.empty()) n = free_.back(), free_.pop_back();
+    else n = static_cast<int32_t>(nodes_.size()), nodes_.emplace_back();
+    nodes_[static_cast<size_t>(n)] = {op, -1};
+    return n;
+  }
+  // Backward-shift deletion: later entries of the probe run move up, so no tombstones.
+  void erase(size_t i) {
+    const size_t mask = table_.size() - 1;
+    for (size_t j = i;;) {
+      j = (j + 1) & mask;
+      if (!table_[j].used) break;
+      const size_t home = table_[j].hash & mask;
+      const bool movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
+      if (movable) table_[i] = table_[j], i = j;
+    }
+    table_[i].used = false;
+    --live_;
+  }
+  void grow() {
+    std::vector<Entry> old(table_.size() * 2);
+    old.swap(table_);
+    for (const Entry& e : old)
+      if (e.used) table_[find(e.key, e.hash)] = e;
+  }
+
+  std::vector<OpId>& partner_;
+  std::vector<Entry> table_;  // size a power of two, at most half full
+  size_t live_ = 0;
+  std::vector<Node> nodes_;
+  std::vector<int32_t> free_;
 };
 
 // Ops grouped by bucket, each bucket in id order (a counting sort).
@@ -51,14 +157,14 @@ CommMatching match_comms(const Schedule& s) {
   const auto n_ranks = static_cast<int>(s.ranks.size());
   const auto n_groups = static_cast<int>(s.groups.size());
 
-  KeyIds<std::tuple<int, int, int64_t>> p2p;  // sender, receiver, tag
+  P2PMatcher p2p(m.partner);
   KeyIds<std::pair<int, int64_t>> coll;       // group, tag
-  std::vector<std::pair<int64_t, OpId>> sends, recvs, members;  // (key id, op); members: (key id, position)
+  std::vector<std::pair<int64_t, OpId>> members;  // (key id, position)
   std::vector<int32_t> position;
   for (const Op& op : s.ops) {
     if (op.rank < 0 || op.rank >= n_ranks) continue;
-    if (op.kind == OpKind::send) sends.emplace_back(p2p({op.rank, op.peer, op.tag}), op.id);
-    if (op.kind == OpKind::recv) recvs.emplace_back(p2p({op.peer, op.rank, op.tag}), op.id);
+    if (op.kind == OpKind::send) p2p.add({op.rank, op.peer, op.tag}, false, op.id);
+    if (op.kind == OpKind::recv) p2p.add({op.peer, op.rank, op.tag}, true, op.id);
     if (is_collective(op.kind) && op.group >= 0 && op.group < n_groups) {
       const auto& g = s.groups[static_cast<size_t>(op.group)].ranks;
       auto pos = std::find(g.begin(), g.end(), op.rank);
@@ -67,13 +173,6 @@ CommMatching match_comms(const Schedule& s) {
       position.push_back(static_cast<int32_t>(pos - g.begin()));
     }
   }
-  // The k-th send and the k-th recv of one key pair up.
-  const Buckets bs(p2p.keys.size(), sends), br(p2p.keys.size(), recvs);
-  for (size_t key = 0; key < p2p.keys.size(); ++key)
-    for (int64_t k = 0; k < std::min(bs.size(key), br.size(key)); ++k) {
-      m.partner[static_cast<size_t>(bs.at(key, k))] = br.at(key, k);
-      m.partner[static_cast<size_t>(br.at(key, k))] = bs.at(key, k);
-    }
   // The k-th op of each member on one (group, tag) forms its k-th call; calls
   // are numbered by (group, tag), then k.
   std::vector<int64_t> slot_base(coll.keys.size() + 1, 0);  // per key: its members' slots from here

@@ -1,6 +1,7 @@
 #include "sim/schedule/run_driver.hpp"
 
 #include <map>
+#include <numeric>
 #include <stdexcept>
 #include <utility>
 
@@ -18,39 +19,55 @@ RunPlan::RunPlan(const Schedule& s, CommMatching m) : match(std::move(m)) {
   run_length.assign(n, 0);
   dep_count.resize(n);
   role.resize(n);
+  dependents_begin.assign(n + 1, 0);
   // Streams numbered by first op: a flat (rank, stream) table, and a map for
   // the ops of a Schedule not yet validated that name neither.
   std::vector<size_t> base{0};
   for (const Rank& r : s.ranks) base.push_back(base.back() + r.streams.size());
   std::vector<int32_t> flat(base.back(), -1);
   std::map<std::pair<int, int>, int32_t> odd;
+  std::vector<int64_t> count;     // per stream: its ops
+  std::vector<OpId> last_head;    // per stream: the head of its current run
+  std::vector<OpId> deps;         // every op's deps, in op order (read from the ops once)
+  std::vector<OpId> ids;          // ops[j].id, kept only once some op's id is not j (before validation)
+  // Pass 1, over the ops: stream, run, role and dependency counts.
   for (const Op& op : s.ops) {
     const auto i = static_cast<size_t>(op.id);
+    const size_t j = static_cast<size_t>(&op - s.ops.data());
+    if (ids.empty() && i != j) ids.resize(j), std::iota(ids.begin(), ids.end(), OpId{0});
+    if (!ids.empty()) ids.push_back(op.id);
     const bool known = s.find_stream(op.rank, op.stream) != nullptr;
     int32_t& k = known ? flat[base[static_cast<size_t>(op.rank)] + static_cast<size_t>(op.stream)]
                        : odd.try_emplace({op.rank, op.stream}, -1).first->second;
-    if (k < 0) k = static_cast<int32_t>(streams.size()), streams.emplace_back();
-    streams[static_cast<size_t>(k)].push_back(op.id);
+    if (k < 0) k = static_cast<int32_t>(count.size()), count.push_back(0), last_head.push_back(-1);
+    const auto ks = static_cast<size_t>(k);
+    ++count[ks];
     stream_of[i] = k;
+    // A run: an op and the joined ops after it (a stream's first op always heads one).
+    if (last_head[ks] < 0 || !op.joined) last_head[ks] = op.id;
+    ++run_length[static_cast<size_t>(last_head[ks])];
     dep_count[i] = static_cast<int32_t>(op.deps.size());
     role[i] = is_compute(op.kind) ? Role::compute : is_p2p(op.kind) ? Role::p2p : Role::collective;
+    for (OpId d : op.deps) ++dependents_begin[static_cast<size_t>(d) + 1], deps.push_back(d);
   }
-  for (const auto& ops : streams) {
-    size_t head = 0;
-    for (size_t i = 1; i <= ops.size(); ++i)
-      if (i == ops.size() || !s.ops[static_cast<size_t>(ops[i])].joined) {
-        run_length[static_cast<size_t>(ops[head])] = static_cast<int32_t>(i - head);
-        head = i;
-      }
+  // Pass 2, over flat arrays: the streams' ops and the dependents (CSR).
+  streams.begin.resize(count.size() + 1);
+  for (size_t k = 0; k < count.size(); ++k) streams.begin[k + 1] = streams.begin[k] + count[k];
+  streams.ops.resize(n);
+  std::vector<int64_t> fill(streams.begin.begin(), streams.begin.end() - 1);
+  for (size_t j = 0; j < n; ++j) {
+    const OpId id = ids.empty() ? static_cast<OpId>(j) : ids[j];
+    streams.ops[static_cast<size_t>(fill[static_cast<size_t>(stream_of[static_cast<size_t>(id)])]++)] = id;
   }
-  dependents_begin.assign(n + 1, 0);
-  for (const Op& op : s.ops)
-    for (OpId d : op.deps) ++dependents_begin[static_cast<size_t>(d) + 1];
   for (size_t i = 0; i < n; ++i) dependents_begin[i + 1] += dependents_begin[i];
   dependents.resize(static_cast<size_t>(dependents_begin[n]));
-  std::vector<int64_t> fill(dependents_begin.begin(), dependents_begin.end() - 1);
-  for (const Op& op : s.ops)
-    for (OpId d : op.deps) dependents[static_cast<size_t>(fill[static_cast<size_t>(d)]++)] = op.id;
+  fill.assign(dependents_begin.begin(), dependents_begin.end() - 1);
+  size_t at = 0;
+  for (size_t j = 0; j < n; ++j) {
+    const OpId id = ids.empty() ? static_cast<OpId>(j) : ids[j];
+    for (int32_t e = 0; e < dep_count[static_cast<size_t>(id)]; ++e)
+      dependents[static_cast<size_t>(fill[static_cast<size_t>(deps[at++])]++)] = id;
+  }
 }
 
 RunDriver::RunDriver(const RunPlan& plan, RunBackend& backend)

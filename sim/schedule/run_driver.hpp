@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "sim/schedule/comm_matching.hpp"
@@ -20,15 +21,26 @@
 
 namespace rm::schedule {
 
-// What the driver reads from a Schedule, built once. Streams are numbered by
-// their first op id.
+// Each stream's ops in id order, in one flat array (CSR): streams[k] is a view.
+struct StreamOps {
+  std::vector<int64_t> begin{0};  // size streams + 1
+  std::vector<OpId> ops;
+  size_t size() const { return begin.size() - 1; }
+  std::span<const OpId> operator[](size_t k) const {
+    return {ops.data() + begin[k], static_cast<size_t>(begin[k + 1] - begin[k])};
+  }
+};
+
+// What the driver reads from a Schedule, built once, in two passes over the
+// ops and flat arrays only (it is on the path of every simulation). Streams
+// are numbered by their first op id.
 struct RunPlan {
   explicit RunPlan(const Schedule& s);
   RunPlan(const Schedule& s, CommMatching m);
 
   enum class Role : uint8_t { compute, p2p, collective };
   CommMatching match;
-  std::vector<std::vector<OpId>> streams;  // per stream: its ops, id order
+  StreamOps streams;                       // per stream: its ops, id order
   std::vector<int32_t> stream_of;          // per op: index into streams
   std::vector<int32_t> run_length;         // per op: ops in the run it heads (0: not a head)
   std::vector<int64_t> dependents_begin;   // CSR of the ops listing each op as a dep, size ops + 1

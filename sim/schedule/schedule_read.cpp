@@ -18,6 +18,20 @@ namespace {
 
 using nlohmann::json;
 
+// A JSON path made into text only when an error names it: reading a column
+// must not format one string per value (a 10^5-op template has 10^6 values).
+struct At {
+  std::string_view base;
+  size_t i;
+};
+struct At2 {
+  std::string_view base;
+  size_t i, k;
+};
+std::string_view key_text(std::string_view k) { return k; }
+std::string key_text(const At& k) { return fmt::format("{}[{}]", k.base, k.i); }
+std::string key_text(const At2& k) { return fmt::format("{}[{}][{}]", k.base, k.i, k.k); }
+
 // A column: `count` values, or one value standing for all of them.
 template <class T, class Get>
 std::vector<T> column(const JsonReader& r, std::string_view key, size_t count, Get get) {
@@ -29,21 +43,22 @@ std::vector<T> column(const JsonReader& r, std::string_view key, size_t count, G
     return out;
   }
   if (v.size() != count) r.fail(key, fmt::format("expected {} values (or one for all), got {}", count, v.size()));
-  for (size_t i = 0; i < count; ++i) out.push_back(get(v[i], fmt::format("{}[{}]", key, i)));
+  for (size_t i = 0; i < count; ++i) out.push_back(get(v[i], At{key, i}));
   return out;
 }
 
 auto integer_in(const JsonReader& r, int64_t min, int64_t max) {
-  return [&r, min, max](const json& v, std::string_view key) {
+  return [&r, min, max](const json& v, const auto& key) {
     if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > max)
-      r.fail(key, fmt::format("expected an integer in [{}, {}], got {}", min, max, v.dump()));
+      r.fail(key_text(key), fmt::format("expected an integer in [{}, {}], got {}", min, max, v.dump()));
     return v.get<int64_t>();
   };
 }
 
 auto non_negative_number(const JsonReader& r) {
-  return [&r](const json& v, std::string_view key) {
-    if (!v.is_number() || v.get<double>() < 0) r.fail(key, fmt::format("expected a number >= 0, got {}", v.dump()));
+  return [&r](const json& v, const auto& key) {
+    if (!v.is_number() || v.get<double>() < 0)
+      r.fail(key_text(key), fmt::format("expected a number >= 0, got {}", v.dump()));
     return v.get<double>();
   };
 }
@@ -51,9 +66,9 @@ auto non_negative_number(const JsonReader& r) {
 // An enum column's parser: `what` names the enum in the error.
 template <class E>
 auto enum_in(const JsonReader& r, std::optional<E> (*parse)(std::string_view), std::string_view what) {
-  return [&r, parse, what](const json& v, std::string_view key) {
-    std::optional<E> e = v.is_string() ? parse(v.get<std::string>()) : std::nullopt;
-    if (!e) r.fail(key, fmt::format("unknown {} {}", what, v.dump()));
+  return [&r, parse, what](const json& v, const auto& key) {
+    std::optional<E> e = v.is_string() ? parse(v.get_ref<const std::string&>()) : std::nullopt;
+    if (!e) r.fail(key_text(key), fmt::format("unknown {} {}", what, v.dump()));
     return *e;
   };
 }
@@ -99,10 +114,10 @@ Template read_template(const JsonReader& r) {
     op.group = static_cast<int>(group[i]);
     op.joined = joined[i] != 0;
     const json& d = deps[i];
-    auto key = fmt::format("deps[{}]", i);
-    if (!d.is_array()) r.fail(key, "expected an array of local op indices");
-    for (size_t k = 0; k < d.size(); ++k)
-      op.deps.push_back(integer_in(r, -1, static_cast<int64_t>(n) - 1)(d[k], fmt::format("{}[{}]", key, k)));
+    if (!d.is_array()) r.fail(key_text(At{"deps", i}), "expected an array of local op indices");
+    op.deps.reserve(d.size());
+    const auto dep_in = integer_in(r, -1, static_cast<int64_t>(n) - 1);
+    for (size_t k = 0; k < d.size(); ++k) op.deps.push_back(dep_in(d[k], At2{"deps", i, k}));
   }
   return t;
 }
@@ -198,16 +213,17 @@ std::vector<T> table_column(const JsonReader& r, std::string_view key, size_t co
 std::vector<Buffer> read_buffers(const JsonReader& r) {
   const auto n = static_cast<size_t>(r.integer("count", 0, kMaxInt));
   auto rank = table_column<int64_t>(r, "rank", n, integer_in(r, 0, kMaxInt));
-  auto name = table_column<std::string>(r, "name", n, [&r](const json& v, std::string_view key) {
-    if (!v.is_string()) r.fail(key, fmt::format("expected a string, got {}", v.dump()));
+  auto name = table_column<std::string>(r, "name", n, [&r](const json& v, const auto& key) {
+    if (!v.is_string()) r.fail(key_text(key), fmt::format("expected a string, got {}", v.dump()));
     return v.get<std::string>();
   });
   auto role = table_column<BufferRole>(r, "role", n, enum_in<BufferRole>(r, parse_buffer_role, "buffer role"));
   auto dtype = table_column<DType>(r, "dtype", n, enum_in<DType>(r, parse_dtype, "dtype"));
-  auto shape = table_column<std::vector<int64_t>>(r, "shape", n, [&r](const json& v, std::string_view key) {
-    if (!v.is_array()) r.fail(key, fmt::format("expected an array of dimensions, got {}", v.dump()));
+  auto shape = table_column<std::vector<int64_t>>(r, "shape", n, [&r](const json& v, const auto& key) {
+    if (!v.is_array()) r.fail(key_text(key), fmt::format("expected an array of dimensions, got {}", v.dump()));
     std::vector<int64_t> dims;
-    for (size_t k = 0; k < v.size(); ++k) dims.push_back(integer_in(r, 1, kMaxI64)(v[k], fmt::format("{}[{}]", key, k)));
+    for (size_t k = 0; k < v.size(); ++k)
+      dims.push_back(integer_in(r, 1, kMaxI64)(v[k], fmt::format("{}[{}]", key_text(key), k)));
     return dims;
   });
   auto instances = table_column<Instances>(r, "instances", n, enum_in<Instances>(r, parse_instances, "instances"));

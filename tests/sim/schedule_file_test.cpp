@@ -206,6 +206,39 @@ TEST(ScheduleFile, ReportsBadColumnWithItsPath) {
             std::string::npos);
 }
 
+// The reader names a bad value's JSON path only on error (it is formatted
+// lazily): the path must still be the element's, in every column and in deps.
+TEST(ScheduleFile, ReportsBadElementWithItsPath) {
+  auto j = nlohmann::json::parse(to_schedule_json(random_schedule(6)));
+  auto& t = j["templates"][0];
+  ASSERT_TRUE(t["deps"].is_array() && t["deps"].size() >= 3u);
+  auto bad = j;
+  bad["templates"][0]["rank"] = nlohmann::json::array();
+  for (size_t i = 0; i < t["deps"].size(); ++i) bad["templates"][0]["rank"].push_back(i == 2 ? -5 : 0);
+  EXPECT_NE(error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.templates[0].rank[2]: expected an integer in [0, "),
+            std::string::npos);
+  bad = j;
+  bad["templates"][0]["deps"][2] = {7777777};
+  EXPECT_NE(error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.templates[0].deps[2][0]: expected an integer in [-1, "),
+            std::string::npos);
+  bad = j;
+  bad["templates"][0]["deps"][1] = 3;
+  EXPECT_NE(error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.templates[0].deps[1]: expected an array of local op indices"),
+            std::string::npos);
+}
+
+// A file read and written again is the same text, byte for byte.
+TEST(ScheduleFile, TextRoundTripsByteForByte) {
+  for (unsigned seed = 0; seed < 20; ++seed) {
+    const std::string text = to_schedule_json(random_schedule(seed));
+    EXPECT_EQ(to_schedule_json(from_text(text)), text) << "seed " << seed;
+  }
+  auto e = generate::testing::small_experiment({"parallel.cp=2", "workload.seq_len=1024"});
+  auto g = generate::testing::generate(e, generate::testing::model_of(e, sparsity::HeadPattern::dense_causal()));
+  const std::string text = to_schedule_json(g.s);
+  EXPECT_EQ(to_schedule_json(from_text(text)), text);
+}
+
 }  // namespace
 }  // namespace rm::schedule
 

@@ -22,6 +22,12 @@ schedule::Schedule ring_schedule(const RingSpec& spec) {
     b.add_stream(r, StreamKind::compute, "compute");
     b.add_stream(r, StreamKind::comm_intra, "comm");
   }
+  int world = -1;
+  if (spec.all_reduce_every > 0) {
+    std::vector<int> all(static_cast<size_t>(n));
+    std::iota(all.begin(), all.end(), 0);
+    world = b.add_group(all, "world");
+  }
   std::vector<OpId> last_recv(static_cast<size_t>(n), -1);
   for (int k = 0; k < spec.steps; ++k) {
     std::vector<OpId> recv(static_cast<size_t>(n), -1), send(static_cast<size_t>(n), -1);
@@ -46,6 +52,8 @@ schedule::Schedule ring_schedule(const RingSpec& spec) {
       }
     }
     last_recv = recv;
+    if (world >= 0 && (k + 1) % spec.all_reduce_every == 0)
+      b.collective(world, OpKind::all_reduce, spec.bytes, {schedule::Phase::forward, 0, k}, StreamKind::comm_intra, k);
   }
   return std::move(b).build();
 }

@@ -15,6 +15,8 @@ struct RingSpec {
   int steps = 4;           // ring steps; steps - 1 exchanges
   double flops = 1e12;     // attn_fwd FLOPs per step and rank
   int64_t bytes = 1 << 20; // each exchange: every rank sends this much to the next
+  int all_reduce_every = 0; // > 0: after every this many exchanges, an all_reduce of `bytes`
+                            // over all ranks on "comm" (group "world")
 };
 
 // Per rank: streams "compute" (0) and "comm" (1). Step k: attn_fwd on compute
