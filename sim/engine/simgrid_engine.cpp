@@ -35,8 +35,11 @@ using schedule::OpId;
 // executions (see order_step), so the Timeline did not change by a bit.
 class SgRun final : public schedule::RunBackend {
  public:
-  SgRun(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m)
-      : s_(s), t_(t), m_(m), p_(s, run, m), st_(run), driver_(run, *this) {
+  // reference: run as before compute left SimGrid (sg::Simulation::Mode::wait_any).
+  SgRun(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m,
+        bool reference)
+      : s_(s), t_(t), m_(m), p_(s, run, m), st_(run), driver_(run, *this), reference_(reference),
+        sim_(reference ? sg::Simulation::Mode::wait_any : sg::Simulation::Mode::alarm) {
     build_platform();
   }
 
@@ -71,6 +74,8 @@ class SgRun final : public schedule::RunBackend {
   // for the GPU pairs the schedule uses.
   void build_platform() {
     for (int g = 0; g < t_.gpus(); ++g) sim_.add_host(fmt::format("gpu{}", g), 1e9);
+    if (reference_)  // a host per stream runs its executions, one at a time
+      for (size_t k = 0; k < p_.run.streams.size(); ++k) sim_.add_host(fmt::format("stream{}", k), 1e9);
     for (const topology::Link& l : t_.links()) sim_.add_link(l.name, m_.link_rate_Bps(l), m_.link_latency_s(l));
     std::set<std::pair<int, int>> pairs;
     for (const Op& op : s_.ops)
@@ -96,6 +101,15 @@ class SgRun final : public schedule::RunBackend {
 
   void drive() {
     driver_.start();
+    if (reference_) {
+      while (sim_.activities_in_flight() > 0) {
+        const auto it = in_flight_.find(sim_.wait_any());
+        const Ended e{it->first, it->second.kind, it->second.index};
+        in_flight_.erase(it);
+        handle(e);
+      }
+      return;
+    }
     while (sim_.transfers_in_flight() > 0 || !computes_.empty()) {
       sim_.set_alarm(computes_.empty() ? -1.0 : computes_.top().date);
       const std::vector<int64_t>& ended = sim_.wait();
@@ -149,6 +163,12 @@ class SgRun final : public schedule::RunBackend {
   // remains under its work precision (1e-5 x 1e-9) counted as zero.
   void start_compute(OpId id) override {
     const auto i = static_cast<size_t>(id);
+    if (reference_) {
+      const int64_t seq = seq_++;
+      in_flight_.emplace(seq, Started{Kind::compute, id});
+      sim_.start_execute(t_.gpus() + p_.run.stream_of[i], p_.compute_s[i] * 1e9, seq);
+      return;
+    }
     double flops = p_.compute_s[i] * 1e9;
     if (flops < 1e-14) flops = 0.0;
     const double date = sim_.now() + (flops > 0 ? flops / 1e9 : 0.0);
@@ -216,6 +236,7 @@ class SgRun final : public schedule::RunBackend {
   ExecPlan p_;
   RunState st_;
   schedule::RunDriver driver_;
+  bool reference_;
   sg::Simulation sim_;
   int64_t seq_ = 0;  // start order of every activity, compute or transfer
   std::priority_queue<ComputeEnd, std::vector<ComputeEnd>, std::greater<>> computes_;
@@ -237,12 +258,12 @@ void write_all(int fd, const void* data, size_t size) {
 }
 
 void child(int fd, const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
-           const cost::CostModel& m) {
+           const cost::CostModel& m, bool reference) {
   char status = 'o';
   std::string message;
   OpTimes times;
   try {
-    times = SgRun(s, plan, t, m).run();
+    times = SgRun(s, plan, t, m, reference).run();
   } catch (const schedule::ScheduleError& e) {
     status = 's', message = e.what();
   } catch (const std::exception& e) {
@@ -271,6 +292,9 @@ std::string read_all(int fd) {
   return out;
 }
 
+OpTimes run_in_child(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
+                     const cost::CostModel& m, bool reference);
+
 }  // namespace
 
 OpTimes run_simgrid(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m) {
@@ -279,6 +303,17 @@ OpTimes run_simgrid(const schedule::Schedule& s, const topology::Topology& t, co
 
 OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
                     const cost::CostModel& m) {
+  return run_in_child(s, plan, t, m, false);
+}
+
+OpTimes run_simgrid_reference(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m) {
+  return run_in_child(s, schedule::RunPlan(s), t, m, true);
+}
+
+namespace {
+
+OpTimes run_in_child(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
+                     const cost::CostModel& m, bool reference) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(fmt::format("simgrid engine: pipe: {}", std::strerror(errno)));
   // Flush stdio first: the child inherits unwritten buffers, and SimGrid's
@@ -288,7 +323,7 @@ OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, 
   if (pid < 0) throw std::runtime_error(fmt::format("simgrid engine: fork: {}", std::strerror(errno)));
   if (pid == 0) {
     ::close(fds[0]);
-    child(fds[1], s, plan, t, m);
+    child(fds[1], s, plan, t, m, reference);
   }
   ::close(fds[1]);
   const std::string reply = read_all(fds[0]);
@@ -307,5 +342,7 @@ OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, 
   std::memcpy(times.end.data(), reply.data() + 1 + n * sizeof(double), n * sizeof(double));
   return times;
 }
+
+}  // namespace
 
 }  // namespace rm::engine

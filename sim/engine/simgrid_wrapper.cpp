@@ -16,6 +16,7 @@ namespace s4u = simgrid::s4u;
 namespace kr = simgrid::kernel::resource;
 
 struct Simulation::Impl {
+  Mode mode = Mode::alarm;
   std::unique_ptr<s4u::Engine> engine;
   s4u::NetZone* zone = nullptr;
   std::vector<s4u::Host*> hosts;
@@ -43,13 +44,17 @@ struct Simulation::Impl {
   simgrid::kernel::timer::Timer* timer = nullptr;
   double timer_date = -1;
 
+  std::vector<s4u::ActivityPtr> pending;  // Mode::wait_any, in start order
+  std::vector<int64_t> pending_tags;      // parallel to pending
+
   void seal() {
     if (!sealed) zone->seal(), sealed = true;
   }
   bool due(double date) const { return date >= 0 && std::fabs(date - s4u::Engine::get_clock()) < precision; }
 };
 
-Simulation::Simulation() : impl_(std::make_unique<Impl>()) {
+Simulation::Simulation(Mode mode) : impl_(std::make_unique<Impl>()) {
+  impl_->mode = mode;
   xbt_log_control_set("root.thresh:critical");
   impl_->engine = std::make_unique<s4u::Engine>("ringmaster");
   s4u::Engine::set_config("network/model:CM02");
@@ -59,7 +64,13 @@ Simulation::Simulation() : impl_(std::make_unique<Impl>()) {
   s4u::Engine::set_config("network/weight-S:0");
   s4u::Engine::set_config("network/TCP-gamma:0");
   impl_->precision = simgrid::config::get_value<double>("surf/precision");
-  impl_->zone = s4u::create_full_zone("ringmaster");
+  // Routes are listed per GPU pair the schedule uses, as bypass routes of an
+  // empty zone: a sparse map, where a full zone holds a hosts x hosts table.
+  // (Zones per node under a fabric zone do not fit: SimGrid 3.32 sums a
+  // route's latency between zones before the parts inside them, not in link
+  // order, and routes between zones are one per zone pair, while rails and
+  // ECMP spines make a route depend on the GPU pair; see docs/simgrid.md.)
+  impl_->zone = s4u::create_empty_zone("ringmaster");
 
   Impl* im = impl_.get();
   // A transfer's action turns FINISHED while SimGrid updates the network
@@ -103,8 +114,8 @@ void Simulation::add_route(int src, int dst, const std::vector<int>& links) {
   std::vector<s4u::LinkInRoute> route;
   route.reserve(links.size());
   for (int l : links) route.emplace_back(impl_->links[static_cast<size_t>(l)]);
-  impl_->zone->add_route(impl_->hosts[static_cast<size_t>(src)]->get_netpoint(),
-                         impl_->hosts[static_cast<size_t>(dst)]->get_netpoint(), nullptr, nullptr, route, false);
+  impl_->zone->add_bypass_route(impl_->hosts[static_cast<size_t>(src)]->get_netpoint(),
+                                impl_->hosts[static_cast<size_t>(dst)]->get_netpoint(), nullptr, nullptr, route);
 }
 
 void Simulation::spawn(const std::string& name, int host, std::function<void()> body) {
@@ -121,6 +132,13 @@ double Simulation::now() const { return s4u::Engine::get_clock(); }
 
 void Simulation::start_transfer(int src, int dst, double bytes, int64_t tag) {
   Impl& im = *impl_;
+  if (im.mode == Mode::wait_any) {
+    im.pending.push_back(s4u::Comm::sendto_async(im.hosts[static_cast<size_t>(src)],
+                                                 im.hosts[static_cast<size_t>(dst)],
+                                                 static_cast<uint64_t>(std::llround(bytes))));
+    im.pending_tags.push_back(tag);
+    return;
+  }
   int32_t slot;
   if (!im.free_slots.empty()) {
     slot = im.free_slots.back();
@@ -169,6 +187,26 @@ const std::vector<int64_t>& Simulation::wait() {
     --im.in_flight;
   }
   return im.ended_tags;
+}
+
+void Simulation::start_execute(int host, double flops, int64_t tag) {
+  Impl& im = *impl_;
+  if (im.mode != Mode::wait_any) throw std::logic_error("simgrid: executions only in Mode::wait_any");
+  im.pending.push_back(s4u::this_actor::exec_init(flops)->set_host(im.hosts[static_cast<size_t>(host)])->start());
+  im.pending_tags.push_back(tag);
+}
+
+size_t Simulation::activities_in_flight() const { return impl_->pending.size(); }
+
+int64_t Simulation::wait_any() {
+  Impl& im = *impl_;
+  const ssize_t i = s4u::Activity::wait_any(im.pending);
+  if (i < 0 || static_cast<size_t>(i) >= im.pending.size())
+    throw std::runtime_error("simgrid: wait_any returned no activity");
+  const int64_t tag = im.pending_tags[static_cast<size_t>(i)];
+  im.pending.erase(im.pending.begin() + i);
+  im.pending_tags.erase(im.pending_tags.begin() + i);
+  return tag;
 }
 
 }  // namespace rm::engine::sg

@@ -26,10 +26,15 @@ namespace rm::engine::sg {
 
 class Simulation {
  public:
+  // alarm: as above. wait_any: the way the engine ran before, kept as the
+  // test oracle for it: the driver's events are SimGrid executions too, and
+  // every activity is awaited through Activity::wait_any over all of them.
+  enum class Mode { alarm, wait_any };
+
   // Network model: CM02 (max-min fair sharing, no TCP latency/bandwidth
   // factors, no cross-traffic), so a flow alone on its route takes
   // latency + bytes / bottleneck bandwidth. SimGrid's logging is silenced.
-  Simulation();
+  explicit Simulation(Mode mode = Mode::alarm);
   ~Simulation();
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;
@@ -62,6 +67,13 @@ class Simulation {
   // returns the tags of the transfers that ended at that step, in the order
   // SimGrid ended them (valid until the next wait).
   const std::vector<int64_t>& wait();
+
+  // Mode::wait_any only: an execution of `flops` on `host`, and the next
+  // activity to end (of those ending together, the one SimGrid finished
+  // first, then the others in start order), by tag; requires one in flight.
+  void start_execute(int host, double flops, int64_t tag);
+  size_t activities_in_flight() const;
+  int64_t wait_any();
 
  private:
   struct Impl;
