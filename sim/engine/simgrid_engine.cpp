@@ -3,12 +3,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <queue>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -23,18 +26,20 @@ namespace {
 using schedule::Op;
 using schedule::OpId;
 
-constexpr double kStreamFlopsPerS = 1e9;  // executions carry seconds x 1e9 "flops"
-
-// One actor drives the whole schedule as an event loop, as the run driver's
-// backend: it starts every compute op as an asynchronous execution on its
-// stream's host and every transfer (p2p pair or collective plan step) as an
-// asynchronous Comm::sendto, then handles whichever activity ends next.
-// SimGrid still shares links max-min fairly among the transfers in flight; no
-// actor is created per transfer and no condition variables are needed.
+// One actor drives the whole schedule as the run driver's backend. SimGrid
+// carries only the flows: each transfer (p2p pair or collective plan step) is
+// an asynchronous Comm::sendto. Compute ops stay in the driver's own queue,
+// ordered by end date, and the next end is SimGrid's alarm (the clock steps to
+// it). At each clock step that ends something, the ops ending there are
+// handled in the order SimGrid's wait_any handed them out when compute ran as
+// executions (see order_step), so the Timeline did not change by a bit.
 class SgRun final : public schedule::RunBackend {
  public:
-  SgRun(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m)
-      : s_(s), t_(t), m_(m), p_(s, run, m), st_(run), driver_(run, *this) {
+  // reference: run as before compute left SimGrid (sg::Simulation::Mode::wait_any).
+  SgRun(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m,
+        bool reference)
+      : s_(s), t_(t), m_(m), p_(s, run, m), st_(run), driver_(run, *this), reference_(reference),
+        sim_(reference ? sg::Simulation::Mode::wait_any : sg::Simulation::Mode::alarm) {
     build_platform();
   }
 
@@ -46,17 +51,31 @@ class SgRun final : public schedule::RunBackend {
   }
 
  private:
-  // Tags of activities: low 2 bits the kind, the rest an index.
-  enum : int64_t { kCompute = 0, kP2p = 1, kXfer = 2 };
-  static int64_t tag(int64_t index, int64_t kind) { return index * 4 + kind; }
+  enum class Kind : uint8_t { compute, p2p, xfer };
+  struct Started {  // a transfer in flight, by its start number
+    Kind kind;
+    int64_t index;  // the send op (p2p) or the transfer (xfer)
+  };
+  struct ComputeEnd {
+    double date;
+    int64_t seq;
+    OpId op;
+    bool operator>(const ComputeEnd& o) const { return date != o.date ? date > o.date : seq > o.seq; }
+  };
+  struct Ended {
+    int64_t seq;
+    Kind kind;
+    int64_t index;  // op (compute, p2p send) or transfer
+  };
   const schedule::CommMatching& match() const { return p_.run.match; }
 
-  // Hosts: one per GPU, then one per stream. Links: one per Topology link,
-  // then one loopback per GPU. Routes only for the GPU pairs the schedule uses.
+  // Hosts: one per GPU (the driver actor sits on gpu0). Links: one per
+  // Topology link, then one loopback per GPU that sends to itself. Routes only
+  // for the GPU pairs the schedule uses.
   void build_platform() {
-    for (int g = 0; g < t_.gpus(); ++g) sim_.add_host(fmt::format("gpu{}", g), kStreamFlopsPerS);
-    stream_host_base_ = t_.gpus();
-    for (size_t k = 0; k < p_.run.streams.size(); ++k) sim_.add_host(fmt::format("stream{}", k), kStreamFlopsPerS);
+    for (int g = 0; g < t_.gpus(); ++g) sim_.add_host(fmt::format("gpu{}", g), 1e9);
+    if (reference_)  // a host per stream runs its executions, one at a time
+      for (size_t k = 0; k < p_.run.streams.size(); ++k) sim_.add_host(fmt::format("stream{}", k), 1e9);
     for (const topology::Link& l : t_.links()) sim_.add_link(l.name, m_.link_rate_Bps(l), m_.link_latency_s(l));
     std::set<std::pair<int, int>> pairs;
     for (const Op& op : s_.ops)
@@ -82,33 +101,90 @@ class SgRun final : public schedule::RunBackend {
 
   void drive() {
     driver_.start();
-    while (sim_.in_flight() > 0) {
-      const int64_t t = sim_.wait_next();
-      const int64_t index = t / 4;
-      switch (t % 4) {
-        case kCompute: finish(index); break;
-        case kP2p: {
-          const OpId partner = match().partner[static_cast<size_t>(index)];
-          finish(index);
-          finish(partner);
-          break;
-        }
-        default: xfer_done(index);
+    if (reference_) {
+      while (sim_.activities_in_flight() > 0) {
+        const auto it = in_flight_.find(sim_.wait_any());
+        const Ended e{it->first, it->second.kind, it->second.index};
+        in_flight_.erase(it);
+        handle(e);
       }
+      return;
+    }
+    while (sim_.transfers_in_flight() > 0 || !computes_.empty()) {
+      sim_.set_alarm(computes_.empty() ? -1.0 : computes_.top().date);
+      const std::vector<int64_t>& ended = sim_.wait();
+      order_step(ended);
+      for (const Ended& e : step_) handle(e);
+    }
+    sim_.set_alarm(-1.0);
+  }
+
+  // The ops ending at this clock step, in the order the engine handled them
+  // when compute ran as SimGrid executions and it took one activity at a time
+  // from Activity::wait_any over all of them in start order: first the
+  // activity SimGrid finished first (its CPU model is updated before its
+  // network model, and its action heap is stable: the earliest end date, ties
+  // by start), then every other one ended at this step, in start order.
+  void order_step(const std::vector<int64_t>& ended) {
+    step_.clear();
+    while (!computes_.empty() && sim_.due(computes_.top().date)) {
+      const ComputeEnd c = computes_.top();
+      computes_.pop();
+      step_.push_back({c.seq, Kind::compute, c.op});
+    }
+    for (int64_t seq : ended) {
+      const auto it = in_flight_.find(seq);
+      step_.push_back({seq, it->second.kind, it->second.index});
+      in_flight_.erase(it);
+    }
+    // step_[0] is the first SimGrid finished: a compute when any ended here,
+    // else the first transfer it ended.
+    if (step_.size() > 2)
+      std::sort(step_.begin() + 1, step_.end(), [](const Ended& a, const Ended& b) { return a.seq < b.seq; });
+  }
+
+  void handle(const Ended& e) {
+    switch (e.kind) {
+      case Kind::compute: finish(e.index); break;
+      case Kind::p2p: {
+        const OpId partner = match().partner[static_cast<size_t>(e.index)];
+        finish(e.index);
+        finish(partner);
+        break;
+      }
+      case Kind::xfer: xfer_done(e.index); break;
     }
   }
 
   void post(OpId id) override { st_.times.start[static_cast<size_t>(id)] = sim_.now(); }
 
+  // The end date SimGrid computed for an execution of compute_seconds x 1e9
+  // flops on a 1 GFLOP/s host, in its arithmetic: start + remains / rate, with
+  // remains under its work precision (1e-5 x 1e-9) counted as zero.
   void start_compute(OpId id) override {
     const auto i = static_cast<size_t>(id);
-    sim_.start_execute(stream_host_base_ + p_.run.stream_of[i], p_.compute_s[i] * kStreamFlopsPerS, tag(id, kCompute));
+    if (reference_) {
+      const int64_t seq = seq_++;
+      in_flight_.emplace(seq, Started{Kind::compute, id});
+      sim_.start_execute(t_.gpus() + p_.run.stream_of[i], p_.compute_s[i] * 1e9, seq);
+      return;
+    }
+    double flops = p_.compute_s[i] * 1e9;
+    if (flops < 1e-14) flops = 0.0;
+    const double date = sim_.now() + (flops > 0 ? flops / 1e9 : 0.0);
+    computes_.push({date, seq_++, id});
   }
 
   void start_p2p(OpId id, OpId partner) override {
     const Op& op = s_.ops[static_cast<size_t>(id)];
     const Op& send = op.kind == schedule::OpKind::send ? op : s_.ops[static_cast<size_t>(partner)];
-    sim_.start_transfer(gpu(send.rank), gpu(send.peer), double(send.bytes), tag(send.id, kP2p));
+    start_transfer(gpu(send.rank), gpu(send.peer), double(send.bytes), Kind::p2p, send.id);
+  }
+
+  void start_transfer(int src, int dst, double bytes, Kind kind, int64_t index) {
+    const int64_t seq = seq_++;
+    in_flight_.emplace(seq, Started{kind, index});
+    sim_.start_transfer(src, dst, bytes, seq);
   }
 
   void start_collective(int64_t c) override {
@@ -129,7 +205,7 @@ class SgRun final : public schedule::RunBackend {
     const Xfer& xf = st_.xfers[static_cast<size_t>(x)];
     const auto& pt = st_.calls[static_cast<size_t>(xf.call)].plan[static_cast<size_t>(xf.local)];
     const auto [src, dst] = call_gpus(static_cast<size_t>(xf.call), pt);
-    sim_.start_transfer(src, dst, pt.bytes, tag(x, kXfer));
+    start_transfer(src, dst, pt.bytes, Kind::xfer, x);
   }
 
   void xfer_done(int64_t x) {
@@ -160,8 +236,12 @@ class SgRun final : public schedule::RunBackend {
   ExecPlan p_;
   RunState st_;
   schedule::RunDriver driver_;
+  bool reference_;
   sg::Simulation sim_;
-  int stream_host_base_ = 0;
+  int64_t seq_ = 0;  // start order of every activity, compute or transfer
+  std::priority_queue<ComputeEnd, std::vector<ComputeEnd>, std::greater<>> computes_;
+  std::unordered_map<int64_t, Started> in_flight_;
+  std::vector<Ended> step_;
 };
 
 // The child's reply: a status byte ('o' ok, 's' schedule error, 'e' other
@@ -178,12 +258,12 @@ void write_all(int fd, const void* data, size_t size) {
 }
 
 void child(int fd, const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
-           const cost::CostModel& m) {
+           const cost::CostModel& m, bool reference) {
   char status = 'o';
   std::string message;
   OpTimes times;
   try {
-    times = SgRun(s, plan, t, m).run();
+    times = SgRun(s, plan, t, m, reference).run();
   } catch (const schedule::ScheduleError& e) {
     status = 's', message = e.what();
   } catch (const std::exception& e) {
@@ -212,6 +292,9 @@ std::string read_all(int fd) {
   return out;
 }
 
+OpTimes run_in_child(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
+                     const cost::CostModel& m, bool reference);
+
 }  // namespace
 
 OpTimes run_simgrid(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m) {
@@ -220,6 +303,17 @@ OpTimes run_simgrid(const schedule::Schedule& s, const topology::Topology& t, co
 
 OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
                     const cost::CostModel& m) {
+  return run_in_child(s, plan, t, m, false);
+}
+
+OpTimes run_simgrid_reference(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m) {
+  return run_in_child(s, schedule::RunPlan(s), t, m, true);
+}
+
+namespace {
+
+OpTimes run_in_child(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
+                     const cost::CostModel& m, bool reference) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(fmt::format("simgrid engine: pipe: {}", std::strerror(errno)));
   // Flush stdio first: the child inherits unwritten buffers, and SimGrid's
@@ -229,7 +323,7 @@ OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, 
   if (pid < 0) throw std::runtime_error(fmt::format("simgrid engine: fork: {}", std::strerror(errno)));
   if (pid == 0) {
     ::close(fds[0]);
-    child(fds[1], s, plan, t, m);
+    child(fds[1], s, plan, t, m, reference);
   }
   ::close(fds[1]);
   const std::string reply = read_all(fds[0]);
@@ -248,5 +342,7 @@ OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, 
   std::memcpy(times.end.data(), reply.data() + 1 + n * sizeof(double), n * sizeof(double));
   return times;
 }
+
+}  // namespace
 
 }  // namespace rm::engine

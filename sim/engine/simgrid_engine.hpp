@@ -1,20 +1,24 @@
 // The SimGrid engine: the Schedule on SimGrid 3.32 (S4U) for fidelity, with
 // flow-level contention: flows sharing a link split its bandwidth max-min fairly.
 //
-//   platform:  host gpuG per GPU (network endpoint)      host rRsS per stream
-//              gpuA ─[link]─[link]─...─ gpuB              (runs that stream's
-//              each Topology link one SimGrid link         executions, so a
-//              (bandwidth x class efficiency, latency),    stream is a serial
-//              routes = Topology::route, one way each;     resource and streams
-//              gpuG -> gpuG via a non-shared loopback      never share a core)
-//              at the local copy rate
+//   platform:  host gpuG per GPU; each Topology link one SimGrid link
+//              (bandwidth x class efficiency, latency); routes =
+//              Topology::route, one way each, only for the GPU pairs the
+//              schedule uses (sparse bypass routes of one empty zone);
+//              gpuG -> gpuG via a non-shared loopback at the local copy rate
 //
-// One actor runs the Schedule through the run driver as an event loop: compute is an
-// asynchronous execution of compute_seconds x 1e9 flops on a 1 GFLOP/s stream
-// host; each transfer (a matched send/recv, or one PlannedTransfer of a
-// collective) is an asynchronous sendto between the two GPU hosts once it is
-// ready; the driver handles whichever activity ends next. No actor per
-// transfer: creating and switching to them dominated the run time.
+// One actor runs the Schedule through the run driver as an event loop.
+// SimGrid carries only the flows: each transfer (a matched send/recv, or one
+// PlannedTransfer of a collective) is an asynchronous sendto between the two
+// GPU hosts once it is ready. Compute ops stay in the driver's own queue
+// (their durations are known); the next compute end is SimGrid's alarm, so
+// its clock steps through exactly the dates it stepped through when compute
+// ran as SimGrid executions, and the ops ending at one step are handled in
+// the order wait_any handed them out then: the Timeline is the same bit for
+// bit (run_simgrid_reference, the old way, is the tests' oracle). Transfer
+// ends come from SimGrid's signals, not from scanning what is in flight, so
+// an op costs the same at 32 and 512 ranks. No actor per transfer: creating
+// and switching to them dominated the run time.
 // Each simulation runs in a forked child process that sends the op times back
 // through a pipe, so one process can run any number of them (a second SimGrid
 // engine in one process does not start clean).
@@ -32,5 +36,11 @@ namespace rm::engine {
 OpTimes run_simgrid(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m);
 OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
                     const cost::CostModel& m);
+
+// The engine as it ran before compute left SimGrid: every compute op a
+// SimGrid execution on a host per stream, every activity awaited through
+// Activity::wait_any over all in flight (cost grows with the activities in
+// flight). Kept as the oracle run_simgrid must match bit for bit.
+OpTimes run_simgrid_reference(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m);
 
 }  // namespace rm::engine
