@@ -156,13 +156,14 @@ constexpr int64_t kScheduleBytesPerOp = 320;
 constexpr int64_t kSimulateBytesPerOp = 800;
 constexpr int64_t kBytesPerRank = 64 << 10;   // streams, groups, buffers, ready lists
 constexpr int64_t kBaseBytes = 96ll << 20;    // the binary, configs, patterns, allocator slack (49 MB measured)
-// The cluster's topology::Topology keeps routes for every GPU pair of the cluster
-// (48 bytes per pair measured: 806 MB for 4,096 GPUs); an upper bound also once
-// routes are kept only for the pairs used.
-constexpr int64_t kRouteBytesPerGpuPair = 64;
-int64_t topology_bytes(const Experiment& e) {
+// The Topology is ~1 KB per GPU (3.7 MB at 4,096 GPUs, docs/topology.md) and keeps
+// a route only for each GPU pair asked for (~92 bytes, plus the analytic engine's
+// copy of the pair): at most one pair per op, and never more than every pair.
+constexpr int64_t kTopologyBytesPerGpu = 1024;
+constexpr int64_t kRouteBytesPerGpuPair = 192;
+int64_t topology_bytes(const Experiment& e, int64_t ops) {
   const int64_t g = e.cluster.gpus();
-  return g * g * kRouteBytesPerGpuPair;
+  return g * kTopologyBytesPerGpu + std::min(g * g, ops) * kRouteBytesPerGpuPair;
 }
 
 // The attention work the generator reads: per distinct head pattern a cp x cp
@@ -185,13 +186,13 @@ Footprint estimate_footprint(const Experiment& e, RunKind kind) {
   f.ops = count_step_ops(e);
   const int64_t per_op = kind == RunKind::schedule ? kScheduleBytesPerOp : kSimulateBytesPerOp;
   f.bytes = kBaseBytes + f.ops * per_op + int64_t(e.parallel.world()) * kBytesPerRank +
-            pair_cost_bytes(e, e.scope == Scope::step) + topology_bytes(e);
+            pair_cost_bytes(e, e.scope == Scope::step) + topology_bytes(e, f.ops);
   return f;
 }
 
 Footprint estimate_imbalance_footprint(const Experiment& e, int partitions) {
   Footprint f;
-  f.bytes = kBaseBytes + int64_t(partitions) * pair_cost_bytes(e, true) + topology_bytes(e);
+  f.bytes = kBaseBytes + int64_t(partitions) * pair_cost_bytes(e, true) + topology_bytes(e, 0);
   return f;
 }
 
