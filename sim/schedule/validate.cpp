@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -25,7 +26,7 @@ class Checker {
     check_tables();
     check_ops();
     if (!out_.empty()) return out_;  // matching needs sound ids, ranks and groups
-    const CommMatching m = match_comms(s_);
+    CommMatching m = match_comms(s_);
     check_p2p(m);
     check_collectives(m);
     if (!out_.empty()) return out_;
@@ -33,7 +34,7 @@ class Checker {
     // posts only after its dependencies and its stream's previous run ended,
     // and is posted with the ops joined to it, so along a cycle post times
     // would strictly decrease), and the cycle search is skipped.
-    auto dl = find_deadlocks(s_, m);
+    auto dl = find_deadlocks(s_, std::move(m));  // the last use of m
     if (dl.empty()) return out_;
     if (auto cycle = find_cycle(s_)) {
       std::string chain;
