@@ -235,7 +235,7 @@ class Checker {
     if (is_compute(op.kind) || !ids_ok) return;
     // Bytes of a transfer against its buffers (collectives: docs/schedule-format.md's byte convention).
     auto need = [&](const char* side, const std::vector<int>& ids, bool each) {
-      const int64_t n = each ? (ids.empty() ? -1 : bytes_of({ids.front()})) : bytes_of(ids);
+      const int64_t n = each ? (ids.empty() ? -1 : s_.buffers[static_cast<size_t>(ids.front())].bytes()) : bytes_of(ids);
       bool ok = !ids.empty() && n == op.bytes;
       if (each)
         for (int b : ids) ok = ok && s_.buffers[static_cast<size_t>(b)].bytes() == op.bytes;
