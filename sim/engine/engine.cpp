@@ -109,37 +109,33 @@ traces::Timeline to_timeline(const schedule::Schedule& s, const schedule::RunPla
   };
   std::sort(stream_order.begin(), stream_order.end(),
             [&](int32_t a, int32_t b) { return stream_key(a) < stream_key(b); });
-  // Each op's place in that order, found per stream; then the events are
-  // filled in one pass over the ops in id order (the Schedule is read
-  // sequentially; a stream's ops lie far apart in it).
-  std::vector<int64_t> place(n);
+  // The events are appended in that order (written once, front to back; each
+  // op and its times are read where they lie).
+  traces::Timeline tl;
+  tl.source = source;
+  tl.events.reserve(n);
   std::vector<Key> keys;
-  int64_t next = 0;
   for (int32_t st : stream_order) {
     const auto ops = plan.streams[size_t(st)];
     keys.clear();
     for (schedule::OpId id : ops) keys.push_back({times.start[size_t(id)], times.end[size_t(id)], id});
     if (!std::is_sorted(keys.begin(), keys.end())) std::sort(keys.begin(), keys.end());
-    for (const Key& key : keys) place[static_cast<size_t>(key.op)] = next++;
-  }
-  traces::Timeline tl;
-  tl.source = source;
-  tl.events.resize(n);
-  for (const schedule::Op& op : s.ops) {
-    const auto i = static_cast<size_t>(op.id);
-    traces::Event& e = tl.events[static_cast<size_t>(place[i])];
-    e.op = op.id;
-    e.rank = op.rank;
-    e.stream = op.stream;
-    e.name = event_name(op);
-    e.category = schedule::to_string(op.kind);
-    e.start_s = times.start[i];
-    e.end_s = times.end[i];
-    e.layer = op.layer;
-    e.phase = schedule::to_string(op.phase);
-    e.step = op.step;
-    e.bytes = op.bytes;
-    e.flops = op.flops;
+    for (const Key& key : keys) {
+      const schedule::Op& op = s.ops[static_cast<size_t>(key.op)];
+      traces::Event& e = tl.events.emplace_back();
+      e.op = op.id;
+      e.rank = op.rank;
+      e.stream = op.stream;
+      e.name = event_name(op);
+      e.category = schedule::to_string(op.kind);
+      e.start_s = key.start;
+      e.end_s = key.end;
+      e.layer = op.layer;
+      e.phase = schedule::to_string(op.phase);
+      e.step = op.step;
+      e.bytes = op.bytes;
+      e.flops = op.flops;
+    }
   }
   for (const schedule::Rank& r : s.ranks) {
     tl.rank_names[r.id] = fmt::format("rank {} (gpu {})", r.id, r.gpu);

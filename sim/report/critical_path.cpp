@@ -1,6 +1,8 @@
 #include "sim/report/critical_path.hpp"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <utility>
 
@@ -22,16 +24,22 @@ class EdgeGraph {
   EdgeGraph(const std::vector<traces::Edge>& edges, size_t n) : begin_(n + 1, 0), partner_(n, -1), hub_(n, -1) {
     auto ok = [n](OpId x) { return x >= 0 && size_t(x) < n; };
     auto waits = [](EdgeKind k) { return k == EdgeKind::dependency || k == EdgeKind::stream; };
+    // Two passes: count each op's dependency and stream edges, then place
+    // them (an op's dependency edges first, each kind in the edges' order).
+    std::vector<uint32_t> deps(n, 0);
     for (const auto& e : edges)
-      if (ok(e.from) && ok(e.to) && waits(e.kind)) ++begin_[size_t(e.to) + 1];
+      if (ok(e.from) && ok(e.to) && waits(e.kind)) {
+        ++begin_[size_t(e.to) + 1];
+        if (e.kind == EdgeKind::dependency) ++deps[size_t(e.to)];
+      }
     for (size_t i = 0; i < n; ++i) begin_[i + 1] += begin_[i];
     waits_.resize(begin_[n]);
-    std::vector<size_t> fill(begin_.begin(), begin_.end() - 1);
-    for (EdgeKind kind : {EdgeKind::dependency, EdgeKind::stream})
-      for (const auto& e : edges)
-        if (e.kind == kind && ok(e.from) && ok(e.to)) waits_[fill[size_t(e.to)]++] = e.from;
+    std::vector<size_t> dep_fill(begin_.begin(), begin_.end() - 1), stream_fill(n);
+    for (size_t i = 0; i < n; ++i) stream_fill[i] = begin_[i] + deps[i];
     for (const auto& e : edges) {
       if (!ok(e.from) || !ok(e.to)) continue;
+      if (e.kind == EdgeKind::dependency) waits_[dep_fill[size_t(e.to)]++] = e.from;
+      if (e.kind == EdgeKind::stream) waits_[stream_fill[size_t(e.to)]++] = e.from;
       if (e.kind == EdgeKind::p2p) partner_[size_t(e.from)] = e.to, partner_[size_t(e.to)] = e.from;
       if (e.kind == EdgeKind::collective) {
         hub_[size_t(e.to)] = e.from;
@@ -73,9 +81,15 @@ CriticalPath critical_path(const schedule::Schedule& s, const traces::Timeline& 
   std::vector<const Event*> ev(s.ops.size(), nullptr);
   for (const Event& x : tl.events)
     if (x.op >= 0 && size_t(x.op) < ev.size() && !ev[size_t(x.op)]) ev[size_t(x.op)] = &x;
+  // The path ends at the op that ends last (the lowest id on ties), found in
+  // one pass over the events in their order (not the ops': an op's event lies
+  // anywhere among them).
   OpId cur = -1;
-  for (const Op& op : s.ops)
-    if (ev[size_t(op.id)] && (cur < 0 || ev[size_t(op.id)]->end_s > ev[size_t(cur)]->end_s)) cur = op.id;
+  double last_end = 0;
+  for (const Event& x : tl.events) {
+    if (x.op < 0 || size_t(x.op) >= ev.size() || ev[size_t(x.op)] != &x) continue;
+    if (cur < 0 || x.end_s > last_end || (x.end_s == last_end && x.op < cur)) cur = x.op, last_end = x.end_s;
+  }
   if (cur < 0) return cp;
 
   const EdgeGraph g(tl.edges, s.ops.size());

@@ -1,6 +1,7 @@
 #include "sim/report/step_report.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <map>
 #include <utility>
 
@@ -21,9 +22,26 @@ namespace {
 
 using Interval = std::pair<double, double>;
 
+// Sorts v; in linear time when it is a few sorted runs, as a Timeline's
+// events give it (stream by stream, each in start order). Equal intervals are
+// interchangeable, so the result is the one std::sort gives.
+void sort_intervals(std::vector<Interval>& v) {
+  constexpr size_t kMaxRuns = 16;
+  std::vector<size_t> starts{0};
+  for (size_t i = 1; i < v.size() && starts.size() <= kMaxRuns; ++i)
+    if (v[i] < v[i - 1]) starts.push_back(i);
+  if (starts.size() > kMaxRuns) {
+    std::sort(v.begin(), v.end());
+    return;
+  }
+  starts.push_back(v.size());
+  for (size_t k = 1; k + 1 < starts.size(); ++k)
+    std::inplace_merge(v.begin(), v.begin() + std::ptrdiff_t(starts[k]), v.begin() + std::ptrdiff_t(starts[k + 1]));
+}
+
 // Length of the union of the intervals (sorted in place).
 double union_length(std::vector<Interval>& v) {
-  std::sort(v.begin(), v.end());
+  sort_intervals(v);
   double total = 0, lo = 0, hi = 0;
   bool open = false;
   for (const auto& [a, b] : v) {
@@ -94,12 +112,20 @@ bool is_forward_attention(const Op& op) { return op.kind == OpKind::attn_fwd && 
 Imbalance imbalance(const schedule::Schedule& s, const std::vector<const Event*>& ev) {
   const size_t R = s.ranks.size();
   Work planned, measured;
+  // Ops of one (layer, step) mostly come together: the last key's rows are kept.
+  std::pair<int, int> last{-2, -2};
+  std::vector<double>*planned_row = nullptr, *measured_row = nullptr;
   for (const Op& op : s.ops) {
     if (!is_forward_attention(op)) continue;
     const std::pair<int, int> key{op.layer, std::max(op.step, 0)};
-    planned.try_emplace(key, R, 0.0).first->second[size_t(op.rank)] += op.blocks > 0 ? double(op.blocks) : op.flops;
+    if (key != last) {
+      last = key;
+      planned_row = &planned.try_emplace(key, R, 0.0).first->second;
+      measured_row = &measured.try_emplace(key, R, 0.0).first->second;
+    }
+    (*planned_row)[size_t(op.rank)] += op.blocks > 0 ? double(op.blocks) : op.flops;
     const Event* e = ev[size_t(op.id)];
-    measured.try_emplace(key, R, 0.0).first->second[size_t(op.rank)] += e ? e->duration_s() : 0.0;
+    (*measured_row)[size_t(op.rank)] += e ? e->duration_s() : 0.0;
   }
   if (R == 0) return {};
   const auto [worker, step] = ratios(planned, R);

@@ -174,20 +174,35 @@ int ScheduleBuilder::add_buffer(int rank, std::string name, BufferRole role, DTy
   return id;
 }
 
-namespace {
-// Looks `key` up in `ids`, else appends `value` to `table`; returns the index.
-template <class T>
-int intern(std::map<std::vector<int64_t>, int>& ids, std::vector<T>& table, std::vector<int64_t> key, const T& value) {
-  auto [it, fresh] = ids.try_emplace(std::move(key), static_cast<int>(table.size()));
-  if (fresh) table.push_back(value);
-  return it->second;
+void TableIndex::grow() {
+  std::vector<Slot> old(std::max<size_t>(64, 2 * slots_.size()));
+  old.swap(slots_);
+  for (const Slot& sl : old)
+    if (sl.id >= 0) {
+      size_t i = sl.hash & (slots_.size() - 1);
+      while (slots_[i].id >= 0) i = (i + 1) & (slots_.size() - 1);
+      slots_[i] = sl;
+    }
 }
+
+namespace {
+// A descriptor's hash: its fields, in order, through a 64-bit mix (splitmix64's finaliser).
+struct Hasher {
+  uint64_t h = 0x9e3779b97f4a7c15ULL;
+  Hasher& add(int64_t v) {
+    uint64_t x = h ^ (static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    h = x ^ (x >> 31);
+    return *this;
+  }
+};
 }  // namespace
 
 int ScheduleBuilder::token_set(const TokenSet& t) {
-  std::vector<int64_t> key;
-  for (const TokenRun& r : t.runs) key.insert(key.end(), {r.begin, r.len, r.stride, r.count});
-  return intern(token_set_ids_, s_.token_sets, std::move(key), t);
+  Hasher h;
+  for (const TokenRun& r : t.runs) h.add(r.begin).add(r.len).add(r.stride).add(r.count);
+  return token_set_ids_.intern(s_.token_sets, t, h.add(static_cast<int64_t>(t.runs.size())).h);
 }
 
 void ScheduleBuilder::set_access(OpId op, std::vector<int> reads, std::vector<int> writes) {
@@ -196,11 +211,12 @@ void ScheduleBuilder::set_access(OpId op, std::vector<int> reads, std::vector<in
     if (b < 0 || b >= static_cast<int>(s_.buffers.size())) bad(fmt::format("set_access: op {}: no buffer {}", op, b));
   for (int b : writes)
     if (b < 0 || b >= static_cast<int>(s_.buffers.size())) bad(fmt::format("set_access: op {}: no buffer {}", op, b));
-  std::vector<int64_t> key(reads.begin(), reads.end());
-  key.push_back(-1);  // separates reads from writes
-  key.insert(key.end(), writes.begin(), writes.end());
-  s_.ops[static_cast<size_t>(op)].access =
-      intern(access_ids_, s_.accesses, std::move(key), Access{std::move(reads), std::move(writes)});
+  Hasher h;
+  for (int b : reads) h.add(b);
+  h.add(-1);  // separates reads from writes
+  for (int b : writes) h.add(b);
+  Access a{std::move(reads), std::move(writes)};
+  s_.ops[static_cast<size_t>(op)].access = access_ids_.intern(s_.accesses, std::move(a), h.h);
 }
 
 void ScheduleBuilder::set_attention(OpId op, const Attention& a) {
@@ -208,17 +224,17 @@ void ScheduleBuilder::set_attention(OpId op, const Attention& a) {
   Op& o = s_.ops[static_cast<size_t>(op)];
   if (o.kind != OpKind::attn_fwd && o.kind != OpKind::attn_bwd)
     bad(fmt::format("set_attention: op {} is a {}", op, to_string(o.kind)));
-  o.detail = intern(attention_ids_, s_.attentions,
-                    {a.q_tokens, a.kv_tokens, a.head_begin, a.heads, a.kv_head_begin, a.kv_heads, int64_t(a.mask),
-                     int64_t(a.index), int64_t{a.merge}},
-                    a);
+  Hasher h;
+  h.add(a.q_tokens).add(a.kv_tokens).add(a.head_begin).add(a.heads).add(a.kv_head_begin).add(a.kv_heads);
+  h.add(int64_t(a.mask)).add(int64_t(a.index)).add(int64_t{a.merge});
+  o.detail = attention_ids_.intern(s_.attentions, a, h.h);
 }
 
 void ScheduleBuilder::set_gemm(OpId op, const Gemm& g) {
   check_op(op);
   Op& o = s_.ops[static_cast<size_t>(op)];
   if (o.kind != OpKind::gemm) bad(fmt::format("set_gemm: op {} is a {}", op, to_string(o.kind)));
-  o.detail = intern(gemm_ids_, s_.gemms, {g.m, g.n, g.k}, g);
+  o.detail = gemm_ids_.intern(s_.gemms, g, Hasher{}.add(g.m).add(g.n).add(g.k).h);
 }
 
 Schedule ScheduleBuilder::build() && {

@@ -9,9 +9,9 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/schedule/schedule.hpp"
@@ -45,6 +45,38 @@ struct P2PSpec {
 struct P2PIds {
   OpId send = -1;
   OpId recv = -1;
+};
+
+// Ids of a descriptor table's distinct entries, for interning: an open-
+// addressing set of entry ids keyed by the entries' hashes, compared against
+// the table itself (no key is copied; a lookup allocates nothing).
+class TableIndex {
+ public:
+  // The id of an entry of `table` equal to `value` (hash h), else appends
+  // value and returns its id: ids in order of first appearance.
+  template <class T, class V>  // V: T (moved in when new) or const T& (copied when new)
+  int intern(std::vector<T>& table, V&& value, uint64_t h) {
+    if (2 * (used_ + 1) > slots_.size()) grow();
+    for (size_t i = h & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
+      Slot& sl = slots_[i];
+      if (sl.id < 0) {
+        sl = {static_cast<uint32_t>(h), static_cast<int32_t>(table.size())};
+        ++used_;
+        table.push_back(std::forward<V>(value));
+        return sl.id;
+      }
+      if (sl.hash == static_cast<uint32_t>(h) && table[static_cast<size_t>(sl.id)] == value) return sl.id;
+    }
+  }
+
+ private:
+  struct Slot {  // 8 bytes: the low half of the hash places and filters
+    uint32_t hash = 0;
+    int32_t id = -1;
+  };
+  void grow();
+  std::vector<Slot> slots_;
+  size_t used_ = 0;
 };
 
 class ScheduleBuilder {
@@ -93,7 +125,7 @@ class ScheduleBuilder {
  private:
   void check_op(OpId op) const;
   Schedule s_;
-  std::map<std::vector<int64_t>, int> token_set_ids_, access_ids_, attention_ids_, gemm_ids_;
+  TableIndex token_set_ids_, access_ids_, attention_ids_, gemm_ids_;
 };
 
 }  // namespace rm::schedule

@@ -1,6 +1,7 @@
 #include "sim/schedule/deadlock.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -55,8 +56,10 @@ std::string why(const Schedule& s, const RunPlan& p, const RunDriver& d, size_t 
 
 }  // namespace
 
-std::vector<Problem> find_deadlocks(const Schedule& s, const CommMatching& m) {
-  const RunPlan plan(s, m);
+std::vector<Problem> find_deadlocks(const Schedule& s, const CommMatching& m) { return find_deadlocks(s, CommMatching(m)); }
+
+std::vector<Problem> find_deadlocks(const Schedule& s, CommMatching&& m) {
+  const RunPlan plan(s, std::move(m));
   ZeroTime run(plan);
   RunDriver& d = run.driver();
   d.start();

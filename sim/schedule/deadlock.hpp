@@ -13,5 +13,7 @@ namespace rm::schedule {
 // One problem per stream that stops short, naming the op it stops at and
 // what that op waits for. Empty when everything runs to completion.
 std::vector<Problem> find_deadlocks(const Schedule& s, const CommMatching& m);
+// The same, taking the matching over (no copy of it for the run plan).
+std::vector<Problem> find_deadlocks(const Schedule& s, CommMatching&& m);
 
 }  // namespace rm::schedule

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -25,10 +26,16 @@ class Checker {
     check_tables();
     check_ops();
     if (!out_.empty()) return out_;  // matching needs sound ids, ranks and groups
-    const CommMatching m = match_comms(s_);
+    CommMatching m = match_comms(s_);
     check_p2p(m);
     check_collectives(m);
     if (!out_.empty()) return out_;
+    // The zero-time run first: when it runs every op there is no cycle (an op
+    // posts only after its dependencies and its stream's previous run ended,
+    // and is posted with the ops joined to it, so along a cycle post times
+    // would strictly decrease), and the cycle search is skipped.
+    auto dl = find_deadlocks(s_, std::move(m));  // the last use of m
+    if (dl.empty()) return out_;
     if (auto cycle = find_cycle(s_)) {
       std::string chain;
       for (size_t i = 0; i < std::min<size_t>(cycle->size(), 8); ++i) chain += fmt::format("{} -> ", (*cycle)[i]);
@@ -38,7 +45,6 @@ class Checker {
                       cycle->front()));
       return out_;
     }
-    auto dl = find_deadlocks(s_, m);
     out_.insert(out_.end(), dl.begin(), dl.end());
     return out_;
   }
@@ -229,7 +235,7 @@ class Checker {
     if (is_compute(op.kind) || !ids_ok) return;
     // Bytes of a transfer against its buffers (collectives: docs/schedule-format.md's byte convention).
     auto need = [&](const char* side, const std::vector<int>& ids, bool each) {
-      const int64_t n = each ? (ids.empty() ? -1 : bytes_of({ids.front()})) : bytes_of(ids);
+      const int64_t n = each ? (ids.empty() ? -1 : s_.buffers[static_cast<size_t>(ids.front())].bytes()) : bytes_of(ids);
       bool ok = !ids.empty() && n == op.bytes;
       if (each)
         for (int b : ids) ok = ok && s_.buffers[static_cast<size_t>(b)].bytes() == op.bytes;
@@ -279,9 +285,17 @@ class Checker {
   }
 
   void check_joins() {
-    std::map<std::pair<int, int>, const Op*> last;
+    // Per (rank, stream): its last op so far; a flat table for declared
+    // streams, a map for the ops that name no declared stream.
+    std::vector<size_t> base{0};
+    for (const Rank& r : s_.ranks) base.push_back(base.back() + r.streams.size());
+    std::vector<const Op*> flat(base.back(), nullptr);
+    std::map<std::pair<int, int>, const Op*> odd;
     for (const Op& op : s_.ops) {
-      const Op*& prev = last[{op.rank, op.stream}];
+      const bool known = rank_ok(op.rank) && op.stream >= 0 &&
+                         op.stream < static_cast<int>(s_.ranks[static_cast<size_t>(op.rank)].streams.size());
+      const Op*& prev = known ? flat[base[static_cast<size_t>(op.rank)] + static_cast<size_t>(op.stream)]
+                              : odd[{op.rank, op.stream}];
       if (op.joined && (!is_p2p(op.kind) || !prev || !is_p2p(prev->kind)))
         add(ProblemKind::bad_join, op.id, "is joined, but it and the previous op of its stream are not both send/recv");
       prev = &op;

@@ -1,7 +1,9 @@
 #include "sim/schedule/builder.hpp"
 
 #include <map>
+#include <random>
 #include <stdexcept>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -190,6 +192,56 @@ TEST(ScheduleBuilder, EqualDescriptorsShareOneEntry) {
   EXPECT_EQ(b.peek().ops[size_t(ops[0])].access, b.peek().ops[size_t(ops[1])].access);
   EXPECT_THROW(b.set_gemm(ops[0], {1, 1, 1}), std::invalid_argument);  // not a gemm
   EXPECT_THROW(b.set_access(ops[0], {7}, {}), std::invalid_argument);  // no buffer 7
+}
+
+// Interning against an oracle: the first-seen index of each distinct value, on
+// random descriptors drawn from small ranges (many repeats, tables large
+// enough to grow the index several times).
+TEST(ScheduleBuilder, InterningMatchesFirstSeenOrder) {
+  std::mt19937 rng(7);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  ScheduleBuilder b;
+  b.add_rank(0), b.add_stream(0, StreamKind::compute);
+  for (int i = 0; i < 6; ++i) b.add_buffer(0, "b" + std::to_string(i), BufferRole::q, DType::bf16, {4});
+  std::map<std::vector<int64_t>, int> tokens, accesses, attentions, gemms;
+  auto oracle = [](std::map<std::vector<int64_t>, int>& ids, std::vector<int64_t> key) {
+    return ids.try_emplace(std::move(key), static_cast<int>(ids.size())).first->second;
+  };
+  for (int i = 0; i < 3000; ++i) {
+    TokenSet t;
+    std::vector<int64_t> tkey;
+    for (int r = pick(3); r >= 0; --r) {
+      t.runs.push_back({pick(4), 1 + pick(2), 4, 1 + pick(2)});
+      tkey.insert(tkey.end(), {t.runs.back().begin, t.runs.back().len, t.runs.back().stride, t.runs.back().count});
+    }
+    ASSERT_EQ(b.token_set(t), oracle(tokens, tkey));
+
+    const OpId a = b.compute(0, 0, OpKind::attn_fwd, {}, {1, 1, 1});
+    std::vector<int> reads, writes;
+    for (int k = pick(3); k > 0; --k) reads.push_back(pick(6));
+    for (int k = pick(2); k > 0; --k) writes.push_back(pick(6));
+    std::vector<int64_t> akey(reads.begin(), reads.end());
+    akey.push_back(-1);
+    akey.insert(akey.end(), writes.begin(), writes.end());
+    b.set_access(a, reads, writes);
+    ASSERT_EQ(b.peek().ops[size_t(a)].access, oracle(accesses, akey));
+    const Attention at{pick(3), pick(3), pick(4), 1 + pick(2), pick(2), 1, pick(2) ? Mask::causal : Mask::full,
+                       IndexSource::none, pick(2) == 1};
+    b.set_attention(a, at);
+    ASSERT_EQ(b.peek().ops[size_t(a)].detail,
+              oracle(attentions, {at.q_tokens, at.kv_tokens, at.head_begin, at.heads, at.kv_head_begin, at.kv_heads,
+                                  int64_t(at.mask), int64_t(at.index), int64_t{at.merge}}));
+
+    const OpId g = b.compute(0, 0, OpKind::gemm, {}, {1, 1, 1});
+    const Gemm gm{1 + pick(30), 1 + pick(30), 1};
+    b.set_gemm(g, gm);
+    ASSERT_EQ(b.peek().ops[size_t(g)].detail, oracle(gemms, {gm.m, gm.n, gm.k}));
+  }
+  EXPECT_EQ(b.peek().token_sets.size(), tokens.size());
+  EXPECT_EQ(b.peek().accesses.size(), accesses.size());
+  EXPECT_EQ(b.peek().attentions.size(), attentions.size());
+  EXPECT_EQ(b.peek().gemms.size(), gemms.size());
+  EXPECT_GT(b.peek().gemms.size(), 200u);  // the index grew past its first 64 slots
 }
 
 }  // namespace
