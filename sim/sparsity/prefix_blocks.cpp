@@ -21,7 +21,7 @@ PrefixBlocks::PrefixBlocks(int64_t n_tokens, int64_t unit, BlockShape s, int64_t
   fen_top_ = static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(nb_)));
   bcover_.assign(nb, 0);
   cover_.assign(nb, 0);
-  corr_.assign(nb, 0);
+  corr_.assign(2 * nb, 0);
   vdraw_blocks_.reserve(vertical_draws.size());
   for (int64_t v : vertical_draws) vdraw_blocks_.push_back(v >= 0 && v < n_tokens ? v / unit : -1);
   // Local offsets [0, L) select block diagonals 0 .. ceil((L - 1) / u), for good.
@@ -113,17 +113,17 @@ int64_t PrefixBlocks::gathered_upper_sweep() const {
 
 void PrefixBlocks::cover(int64_t d, int sign) {
   if (d == 0) return;  // diagonal 0 is the query's own block: never gathered from
-  if (sign > 0) diagonals_.push_back(d);
+  if (sign > 0) diagonals_.push_back(static_cast<int32_t>(d));
   else if (diagonals_.back() == d) diagonals_.pop_back();  // prefixes shrink in the order they grew
   else diagonals_.erase(std::find(diagonals_.begin(), diagonals_.end(), d));
-  for (int64_t jb : verticals_)
-    if (jb + d < nb_) corr_[static_cast<size_t>(jb + d)] += sign;
+  int32_t* corr = corr_.data() + d;
+  for (int64_t jb : verticals_) corr[jb] += sign;
   updates_ += static_cast<int64_t>(verticals_.size());
 }
 
 void PrefixBlocks::push_vertical(int64_t jb) {
-  for (int64_t d : diagonals_)
-    if (jb + d < nb_) ++corr_[static_cast<size_t>(jb + d)];
+  int32_t* corr = corr_.data() + jb;
+  for (int32_t d : diagonals_) ++corr[d];
   updates_ += static_cast<int64_t>(diagonals_.size());
   verticals_.push_back(jb);
 }
@@ -131,8 +131,8 @@ void PrefixBlocks::push_vertical(int64_t jb) {
 void PrefixBlocks::pop_vertical() {
   const int64_t jb = verticals_.back();
   verticals_.pop_back();
-  for (int64_t d : diagonals_)
-    if (jb + d < nb_) --corr_[static_cast<size_t>(jb + d)];
+  int32_t* corr = corr_.data() + jb;
+  for (int32_t d : diagonals_) --corr[d];
   updates_ += static_cast<int64_t>(diagonals_.size());
 }
 

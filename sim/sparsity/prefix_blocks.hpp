@@ -83,8 +83,11 @@ class PrefixBlocks {
   size_t nv_ = 0, nd_ = 0;
   std::vector<int64_t> verticals_;  // blocks of the included columns, in order (a stack)
   std::vector<int32_t> cover_;      // per block diagonal < nb: offsets selecting it
-  std::vector<int64_t> diagonals_;  // covered diagonals 1 <= d < nb, in order covered (a stack)
-  std::vector<int64_t> corr_;       // corr[qb] = #{(v, d): v/u + d = qb, d in D, d >= 1}
+  std::vector<int32_t> diagonals_;  // covered diagonals 1 <= d < nb, in order covered (a stack)
+  // corr[qb] = #{(v, d): v/u + d = qb, d in D, d >= 1}, over 2·nb entries:
+  // pairs past the last block land in the padding instead of a branch per
+  // pair (the calibration's innermost loop); the count reads [0, nb).
+  std::vector<int32_t> corr_;
   int64_t updates_ = 0, exact_ = 0;
 };
 
