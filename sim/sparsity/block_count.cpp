@@ -320,7 +320,35 @@ std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t n
         }
       }
     }
-    if (!by_events) {
+    if (!by_events && 4 * period <= nb) {
+      // Periodic classes: c in place by a prefix sum, then summed per period
+      // position over contiguous runs (a loop the compiler vectorises; the
+      // walk below does a dependent class lookup per block).
+      int64_t c = 0;
+      for (int64_t qb = jb_min + 1; qb < nb; ++qb) c = delta[static_cast<size_t>(qb)] += c;
+      for (int64_t qb = jb_min + 1, j = qb % period; qb < nb; j = 0) {
+        const int64_t n = std::min(period - j, nb - qb);
+        const int64_t* cv = delta.data() + qb;
+        int64_t* pt = hist_tiles.data() + j;
+        int64_t* pc = hist_cols.data() + j;
+        if (shift >= 0) {
+          for (int64_t i = 0; i < n; ++i) pt[i] += static_cast<int64_t>(static_cast<uint64_t>(cv[i] + s.bk - 1) >> shift);
+        } else {
+          for (int64_t i = 0; i < n; ++i) pt[i] += ceil_div(cv[i], s.bk);
+        }
+        for (int64_t i = 0; i < n; ++i) pc[i] += cv[i];
+        qb += n;
+      }
+      for (int64_t j = 0; j < period; ++j) {
+        const int qc = qcls[static_cast<size_t>(j)];
+        if (qc >= 0) {
+          acc_tiles[static_cast<size_t>(qc)] += hist_tiles[static_cast<size_t>(j)];
+          acc_cols[static_cast<size_t>(qc)] += hist_cols[static_cast<size_t>(j)];
+        }
+        hist_tiles[static_cast<size_t>(j)] = hist_cols[static_cast<size_t>(j)] = 0;
+      }
+      std::fill(delta.begin() + jb_min, delta.end(), 0);
+    } else if (!by_events) {
       int64_t c = 0;
       for (int64_t qb = jb_min + 1; qb < nb; ++qb) {  // nothing is gathered before the first column's next block
         c += delta[static_cast<size_t>(qb)];
