@@ -308,16 +308,22 @@ std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t n
                                           (sweep == GatherSweep::automatic && 3 * events + static_cast<double>(period) + span / 16 < span));
     for (int64_t jb : vblocks[ks]) {
       delta[static_cast<size_t>(jb + 1)] += 1;
-      if (by_events && jb + 1 < nb) touched[static_cast<size_t>((jb + 1) >> 6)] |= uint64_t(1) << ((jb + 1) & 63);
+      if (!by_events) {  // the innermost loop of a dense head: no test per interval
+        for (const auto& d : ahead) {
+          if (jb + d.lo >= nb) break;
+          delta[static_cast<size_t>(jb + d.lo)] -= 1;
+          delta[static_cast<size_t>(std::min(nb, jb + d.hi))] += 1;
+        }
+        continue;
+      }
+      if (jb + 1 < nb) touched[static_cast<size_t>((jb + 1) >> 6)] |= uint64_t(1) << ((jb + 1) & 63);
       for (const auto& d : ahead) {
         if (jb + d.lo >= nb) break;
         const int64_t lo = jb + d.lo, hi = std::min(nb, jb + d.hi);
         delta[static_cast<size_t>(lo)] -= 1;
         delta[static_cast<size_t>(hi)] += 1;
-        if (by_events) {
-          touched[static_cast<size_t>(lo >> 6)] |= uint64_t(1) << (lo & 63);
-          if (hi < nb) touched[static_cast<size_t>(hi >> 6)] |= uint64_t(1) << (hi & 63);
-        }
+        touched[static_cast<size_t>(lo >> 6)] |= uint64_t(1) << (lo & 63);
+        if (hi < nb) touched[static_cast<size_t>(hi >> 6)] |= uint64_t(1) << (hi & 63);
       }
     }
     if (!by_events && 4 * period <= nb) {
