@@ -139,7 +139,21 @@ struct Layout {
   int64_t nb = 0;
   Side q, k;
   AlignedLayout classes;  // class sequences, for add_relative_blocks
+  int64_t q_period = 0;   // smallest p with q.cls[b] == q.cls[b - p] for every b >= p
 };
+
+// Smallest period of a sequence (its length minus its longest proper border).
+int64_t smallest_period(const std::vector<int>& x) {
+  const size_t n = x.size();
+  if (n == 0) return 0;
+  std::vector<size_t> border(n, 0);
+  for (size_t i = 1, k = 0; i < n; ++i) {
+    while (k > 0 && x[i] != x[k]) k = border[k - 1];
+    if (x[i] == x[k]) ++k;
+    border[i] = k;
+  }
+  return static_cast<int64_t>(n - border[n - 1]);
+}
 
 BlockOwners owners_of(const Side& s) { return {s.cls, static_cast<int>(s.classes.size())}; }
 
@@ -167,7 +181,8 @@ const Layout* layout_for(const std::vector<TokenSet>& q, const std::vector<Token
   auto ks = make_side(k, u, nb, s);
   if (qs && ks) {
     AlignedLayout cl = aligned_layout(owners_of(*qs), owners_of(*ks), {1, 1});
-    last.layout = Layout{nb, std::move(*qs), std::move(*ks), std::move(cl)};
+    const int64_t period = smallest_period(qs->cls);
+    last.layout = Layout{nb, std::move(*qs), std::move(*ks), std::move(cl), period};
   }
   return last.layout ? &*last.layout : nullptr;
 }
@@ -180,7 +195,8 @@ int64_t causal_pairs(const std::vector<Interval>& q, const std::vector<Interval>
   return n;
 }
 
-std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t nq_sets, size_t nk_sets, BlockShape s) {
+std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t nq_sets, size_t nk_sets, BlockShape s,
+                                 GatherSweep sweep) {
   const int64_t nb = L.nb, u = p.slash_unit();
   const auto& qcls = L.q.cls;
   const auto& kcls = L.k.cls;
@@ -197,7 +213,10 @@ std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t n
   std::vector<int64_t> offsets;
   for (const auto& d : ahead)
     for (int64_t x = d.lo; x < d.hi; ++x) offsets.push_back(x);
-  std::vector<TileCost> n_cls(qC * kC);
+  // Scratch kept per thread: at W = 1,024 these are 16 MB each, and fresh
+  // pages per head cost more than the counting.
+  thread_local std::vector<TileCost> n_cls;
+  n_cls.assign(qC * kC, TileCost{});
   add_relative_blocks(L.classes, 1, offsets, std::vector<int64_t>(offsets.size(), 0), n_cls);
   // ... and column blocks kb < qb off those diagonals.
   const IntervalSet col_set = cols.clipped(0, nb * u);
@@ -217,13 +236,27 @@ std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t n
           at(qo.set, ko.set) += TileCost{n * static_cast<int64_t>(qo.seg_last.size() * ko.chunk_first.size()), n * qo.n * ko.n};
     }
 
-  // Diagonal blocks, selected by diagonal 0 or (block-sparse) a column: per class pair.
+  // Diagonal blocks, selected by diagonal 0 or (block-sparse) a column: per
+  // class pair. A map lookup per block was a visible share at W = 1,024: each query
+  // class keeps a run of its last key class, flushed to the map on a change
+  // (stripes never change it).
   std::map<std::pair<int, int>, int64_t> diag_blocks;
+  std::vector<int> run_k(qC, -1);
+  std::vector<int64_t> run_n(qC, 0);
   const bool diag0 = diag.contains(0);  // selected(p, b, b) for every b, unless a column selects it
-  for (int64_t b = 0; b < nb; ++b)
-    if (qcls[static_cast<size_t>(b)] >= 0 && kcls[static_cast<size_t>(b)] >= 0 && (diag0 || selected(p, b, b)))
-      ++diag_blocks[{qcls[static_cast<size_t>(b)], kcls[static_cast<size_t>(b)]}];
-  for (const auto& [pair, n] : diag_blocks)
+  for (int64_t b = 0; b < nb; ++b) {
+    const int qc = qcls[static_cast<size_t>(b)], kc = kcls[static_cast<size_t>(b)];
+    if (qc < 0 || kc < 0 || !(diag0 || selected(p, b, b))) continue;
+    const auto q = static_cast<size_t>(qc);
+    if (run_k[q] != kc) {
+      if (run_n[q] > 0) diag_blocks[{qc, run_k[q]}] += run_n[q];
+      run_k[q] = kc, run_n[q] = 0;
+    }
+    ++run_n[q];
+  }
+  for (size_t q = 0; q < qC; ++q)
+    if (run_n[q] > 0) diag_blocks[{static_cast<int>(q), run_k[q]}] += run_n[q];
+  for (const auto& [pair, n] : diag_blocks) {
     for (const auto& qo : L.q.classes[static_cast<size_t>(pair.first)])
       for (const auto& ko : L.k.classes[static_cast<size_t>(pair.second)]) {
         int64_t tiles = 0;
@@ -231,6 +264,7 @@ std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t n
           tiles += std::upper_bound(ko.chunk_first.begin(), ko.chunk_first.end(), last) - ko.chunk_first.begin();
         at(qo.set, ko.set) += TileCost{n * tiles, n * causal_pairs(qo.pieces, ko.pieces)};
       }
+  }
 
   if (p.kind() != PatternKind::vertical_slash) return out;
   // Gathered verticals (diagonal 0 is selected, so a query block gathers only
@@ -247,39 +281,137 @@ std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t n
         for (const auto& pc : ko.pieces)
           if (rel >= pc.lo && rel < pc.hi) vblocks[static_cast<size_t>(ko.set)].push_back(t / u);
     }
+  // delta is all zero between key sets; `touched` marks its nonzero entries below nb (the event sweep).
   std::vector<int64_t> delta(static_cast<size_t>(nb) + 1);
+  std::vector<uint64_t> touched(static_cast<size_t>(nb / 64 + 1));
+  const int64_t period = L.q_period;
+  std::vector<int64_t> hist_tiles(static_cast<size_t>(period)), hist_cols(static_cast<size_t>(period));
   std::vector<int64_t> acc_tiles(qC), acc_cols(qC);
+  // Gathered costs by key set first ([ks * nq_sets + q set]), added to `out`
+  // by blocks at the end: writing one column of a W x W matrix per key set
+  // missed the cache on every entry at W = 1,024.
+  thread_local std::vector<TileCost> by_key;
+  by_key.assign(nq_sets * nk_sets, TileCost{});
+  // c >= 0, so ceil(c / Bk) is a shift for the usual power-of-two Bk (a
+  // division per (block, key set) was a visible share of a 4M-token step).
+  const int shift = (s.bk & (s.bk - 1)) == 0 ? std::countr_zero(static_cast<uint64_t>(s.bk)) : -1;
+  auto tiles_of = [&](int64_t c) { return shift >= 0 ? (c + s.bk - 1) >> shift : ceil_div(c, s.bk); };
   for (size_t ks = 0; ks < nk_sets; ++ks) {
     if (vblocks[ks].empty()) continue;
     const int64_t jb_min = *std::min_element(vblocks[ks].begin(), vblocks[ks].end());
-    std::fill(delta.begin() + jb_min, delta.end(), 0);
-    for (int64_t jb : vblocks[ks]) {
-      delta[static_cast<size_t>(jb + 1)] += 1;
-      for (const auto& d : ahead) {
-        if (jb + d.lo >= nb) break;
-        delta[static_cast<size_t>(jb + d.lo)] -= 1;
-        delta[static_cast<size_t>(std::min(nb, jb + d.hi))] += 1;
-      }
-    }
     std::fill(acc_tiles.begin(), acc_tiles.end(), 0);
     std::fill(acc_cols.begin(), acc_cols.end(), 0);
-    int64_t c = 0;
-    // c >= 0, so ceil(c / Bk) is a shift for the usual power-of-two Bk (a
-    // division per (block, key set) was a visible share of a 4M-token step).
-    const int shift = (s.bk & (s.bk - 1)) == 0 ? std::countr_zero(static_cast<uint64_t>(s.bk)) : -1;
-    for (int64_t qb = jb_min + 1; qb < nb; ++qb) {  // nothing is gathered before the first column's next block
-      c += delta[static_cast<size_t>(qb)];
-      const int qc = qcls[static_cast<size_t>(qb)];
-      if (c == 0 || qc < 0) continue;
-      acc_tiles[static_cast<size_t>(qc)] += shift >= 0 ? (c + s.bk - 1) >> shift : ceil_div(c, s.bk);
-      acc_cols[static_cast<size_t>(qc)] += c;
+    // Events: +1 at jb + 1 and -1, +1 per diagonal interval (fewer past nb).
+    const auto events = static_cast<double>(vblocks[ks].size()) * static_cast<double>(1 + 2 * ahead.size());
+    const auto span = static_cast<double>(nb - jb_min);
+    const bool by_events = period > 0 && (sweep == GatherSweep::events ||
+                                          (sweep == GatherSweep::automatic && 3 * events + static_cast<double>(period) + span / 16 < span));
+    for (int64_t jb : vblocks[ks]) {
+      delta[static_cast<size_t>(jb + 1)] += 1;
+      if (!by_events) {  // the innermost loop of a dense head: no test per interval
+        for (const auto& d : ahead) {
+          if (jb + d.lo >= nb) break;
+          delta[static_cast<size_t>(jb + d.lo)] -= 1;
+          delta[static_cast<size_t>(std::min(nb, jb + d.hi))] += 1;
+        }
+        continue;
+      }
+      if (jb + 1 < nb) touched[static_cast<size_t>((jb + 1) >> 6)] |= uint64_t(1) << ((jb + 1) & 63);
+      for (const auto& d : ahead) {
+        if (jb + d.lo >= nb) break;
+        const int64_t lo = jb + d.lo, hi = std::min(nb, jb + d.hi);
+        delta[static_cast<size_t>(lo)] -= 1;
+        delta[static_cast<size_t>(hi)] += 1;
+        touched[static_cast<size_t>(lo >> 6)] |= uint64_t(1) << (lo & 63);
+        if (hi < nb) touched[static_cast<size_t>(hi >> 6)] |= uint64_t(1) << (hi & 63);
+      }
+    }
+    if (!by_events && 4 * period <= nb) {
+      // Periodic classes: c in place by a prefix sum, then summed per period
+      // position over contiguous runs (a loop the compiler vectorises; the
+      // walk below does a dependent class lookup per block).
+      int64_t c = 0;
+      for (int64_t qb = jb_min + 1; qb < nb; ++qb) c = delta[static_cast<size_t>(qb)] += c;
+      for (int64_t qb = jb_min + 1, j = qb % period; qb < nb; j = 0) {
+        const int64_t n = std::min(period - j, nb - qb);
+        const int64_t* cv = delta.data() + qb;
+        int64_t* pt = hist_tiles.data() + j;
+        int64_t* pc = hist_cols.data() + j;
+        if (shift >= 0) {
+          for (int64_t i = 0; i < n; ++i) pt[i] += static_cast<int64_t>(static_cast<uint64_t>(cv[i] + s.bk - 1) >> shift);
+        } else {
+          for (int64_t i = 0; i < n; ++i) pt[i] += ceil_div(cv[i], s.bk);
+        }
+        for (int64_t i = 0; i < n; ++i) pc[i] += cv[i];
+        qb += n;
+      }
+      for (int64_t j = 0; j < period; ++j) {
+        const int qc = qcls[static_cast<size_t>(j)];
+        if (qc >= 0) {
+          acc_tiles[static_cast<size_t>(qc)] += hist_tiles[static_cast<size_t>(j)];
+          acc_cols[static_cast<size_t>(qc)] += hist_cols[static_cast<size_t>(j)];
+        }
+        hist_tiles[static_cast<size_t>(j)] = hist_cols[static_cast<size_t>(j)] = 0;
+      }
+      std::fill(delta.begin() + jb_min, delta.end(), 0);
+    } else if (!by_events) {
+      int64_t c = 0;
+      for (int64_t qb = jb_min + 1; qb < nb; ++qb) {  // nothing is gathered before the first column's next block
+        c += delta[static_cast<size_t>(qb)];
+        const int qc = qcls[static_cast<size_t>(qb)];
+        if (c == 0 || qc < 0) continue;
+        acc_tiles[static_cast<size_t>(qc)] += tiles_of(c);
+        acc_cols[static_cast<size_t>(qc)] += c;
+      }
+      std::fill(delta.begin() + jb_min, delta.end(), 0);
+    } else {
+      // c is constant between touched blocks. A change g at block x adds g to
+      // every query block qb >= x; with classes of period P, query blocks
+      // of period position j below x number floor(x / P) + [j < x mod P], so
+      // position j gets g * (total_j - floor(x / P)) - g * [x mod P > j]:
+      // two sums and one histogram over x mod P, read once per key set.
+      int64_t c = 0, tiles = 0, sum_t = 0, sum_c = 0, far_t = 0, far_c = 0, f = 0, base = 0;
+      for (size_t w = static_cast<size_t>((jb_min + 1) >> 6); w < touched.size(); ++w)
+        for (uint64_t bits = touched[w]; bits; bits &= bits - 1) {
+          const int64_t x = static_cast<int64_t>(w) * 64 + std::countr_zero(bits);
+          const int64_t dc = delta[static_cast<size_t>(x)];
+          delta[static_cast<size_t>(x)] = 0;
+          if (dc == 0) continue;
+          c += dc;
+          const int64_t t = tiles_of(c), dt = t - tiles;
+          tiles = t;
+          if (x - base >= period) f = x / period, base = f * period;  // x only grows: divide only past a period
+          const auto j = static_cast<size_t>(x - base);
+          sum_c += dc, far_c += dc * f, hist_cols[j] += dc;
+          if (dt != 0) sum_t += dt, far_t += dt * f, hist_tiles[j] += dt;
+        }
+      for (size_t w = static_cast<size_t>((jb_min + 1) >> 6); w < touched.size(); ++w) touched[w] = 0;
+      delta[static_cast<size_t>(nb)] = 0;
+      const int64_t full = nb / period, rem = nb - full * period;
+      int64_t above_t = 0, above_c = 0;  // sum of the histograms over positions > j
+      for (int64_t j = period - 1; j >= 0; --j) {
+        const int qc = qcls[static_cast<size_t>(j)];
+        const int64_t total = full + (j < rem);
+        if (qc >= 0) {
+          acc_tiles[static_cast<size_t>(qc)] += sum_t * total - far_t - above_t;
+          acc_cols[static_cast<size_t>(qc)] += sum_c * total - far_c - above_c;
+        }
+        above_t += hist_tiles[static_cast<size_t>(j)], above_c += hist_cols[static_cast<size_t>(j)];
+        hist_tiles[static_cast<size_t>(j)] = hist_cols[static_cast<size_t>(j)] = 0;
+      }
     }
     for (size_t a = 0; a < qC; ++a) {
       if (acc_cols[a] == 0) continue;
       for (const auto& qo : L.q.classes[a])
-        at(qo.set, static_cast<int>(ks)) += TileCost{static_cast<int64_t>(qo.seg_last.size()) * acc_tiles[a], qo.n * acc_cols[a]};
+        by_key[ks * nq_sets + static_cast<size_t>(qo.set)] +=
+            TileCost{static_cast<int64_t>(qo.seg_last.size()) * acc_tiles[a], qo.n * acc_cols[a]};
     }
   }
+  constexpr size_t kTile = 32;
+  for (size_t a0 = 0; a0 < nq_sets; a0 += kTile)
+    for (size_t b0 = 0; b0 < nk_sets; b0 += kTile)
+      for (size_t a = a0; a < std::min(nq_sets, a0 + kTile); ++a)
+        for (size_t b = b0; b < std::min(nk_sets, b0 + kTile); ++b) out[a * nk_sets + b] += by_key[b * nq_sets + a];
   return out;
 }
 
@@ -310,12 +442,12 @@ std::vector<TileCost> block_costs_general(const HeadPattern& p, const std::vecto
 }
 
 std::vector<TileCost> block_costs(const HeadPattern& p, const std::vector<TokenSet>& q, const std::vector<TokenSet>& k,
-                                  BlockShape s) {
+                                  BlockShape s, GatherSweep sweep) {
   // The fast path's gather assumes diagonal 0 is selected (true whenever a
   // head keeps local diagonals); documents are not block-unit.
   const bool fast = p.kind() == PatternKind::block_sparse || p.slashes().contains(0);
   if (fast)
-    if (const Layout* L = layout_for(q, k, p.slash_unit(), s)) return fast_costs(p, *L, q.size(), k.size(), s);
+    if (const Layout* L = layout_for(q, k, p.slash_unit(), s)) return fast_costs(p, *L, q.size(), k.size(), s, sweep);
   return block_costs_general(p, q, k, s);
 }
 

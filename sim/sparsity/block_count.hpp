@@ -25,9 +25,17 @@ namespace rm::sparsity {
 
 bool block_unit(const HeadPattern& p);  // counted here rather than by tiles of the local order
 
+// How the fast path sums the gathered verticals of one key set over the query
+// blocks: `dense` walks every query block after its first vertical (W x blocks
+// per head); `events` visits only the blocks where the gathered count changes
+// and spreads each change over the query classes by their period (query
+// classes must repeat with a period: stripes); `automatic` takes the cheaper
+// per key set. Every choice gives the same counts (tests compare them).
+enum class GatherSweep { automatic, dense, events };
+
 // out[a * k.size() + b]: q[a] against k[b].
 std::vector<TileCost> block_costs(const HeadPattern& p, const std::vector<TokenSet>& q, const std::vector<TokenSet>& k,
-                                  BlockShape s);
+                                  BlockShape s, GatherSweep sweep = GatherSweep::automatic);
 
 // The same by enumerating every (segment, chunk): any local order, cost ∝ their number (tests, odd inputs).
 std::vector<TileCost> block_costs_general(const HeadPattern& p, const std::vector<TokenSet>& q,

@@ -17,35 +17,70 @@
 
 namespace rm::sparsity {
 
-SparsityModel::SparsityModel(std::string name, int layers, int heads, int64_t seq_len, bool dynamic,
-                             std::vector<std::shared_ptr<const HeadPattern>> patterns)
+SparsityModel::SparsityModel(std::string name, int layers, int heads, int64_t seq_len, bool dynamic, Heads patterns)
     : name_(std::move(name)), layers_(layers), heads_(heads), seq_len_(seq_len), dynamic_(dynamic), patterns_(std::move(patterns)) {
   // Merge equal masks into one object: pair costs are cached by address, so
   // equal heads (a recorded index file repeating a head, equal budgets drawn
   // alike) are then counted once. Hash buckets, then exact equality.
-  std::unordered_map<uint64_t, std::vector<std::shared_ptr<const HeadPattern>>> seen;
   for (auto& p : patterns_) {
     if (!p) throw std::invalid_argument("SparsityModel: null head pattern");
-    auto& bucket = seen[p->hash()];
-    const auto same = std::find_if(bucket.begin(), bucket.end(), [&](const auto& q) { return q == p || *q == *p; });
-    if (same != bucket.end()) p = *same;
-    else bucket.push_back(p), ++distinct_;
+    merge(p);
   }
+  built_.assign(static_cast<size_t>(std::max(layers_, 0)), 1);
 }
+
+SparsityModel::SparsityModel(std::string name, int layers, int heads, int64_t seq_len, bool dynamic, bool sparse, bool causal,
+                             std::function<Heads(int)> build)
+    : name_(std::move(name)), layers_(layers), heads_(heads), seq_len_(seq_len), dynamic_(dynamic), build_(std::move(build)),
+      declared_(true), sparse_(sparse), causal_(causal) {
+  built_.assign(static_cast<size_t>(std::max(layers_, 0)), 0);
+  patterns_.resize(static_cast<size_t>(std::max(layers_, 0)) * static_cast<size_t>(std::max(heads_, 0)));
+}
+
+void SparsityModel::merge(std::shared_ptr<const HeadPattern>& p) const {
+  auto& bucket = seen_[p->hash()];
+  const auto same = std::find_if(bucket.begin(), bucket.end(), [&](const auto& q) { return q == p || *q == *p; });
+  if (same != bucket.end()) p = *same;
+  else bucket.push_back(p), ++distinct_;
+}
+
+void SparsityModel::build_layer(int layer) const {
+  auto& done = built_[static_cast<size_t>(layer)];
+  if (done) return;
+  Heads got = build_(layer);
+  if (got.size() != static_cast<size_t>(heads_)) throw std::logic_error("SparsityModel: a layer builder returned the wrong head count");
+  for (int h = 0; h < heads_; ++h) {
+    auto& slot = patterns_[static_cast<size_t>(layer) * static_cast<size_t>(heads_) + static_cast<size_t>(h)];
+    slot = std::move(got[static_cast<size_t>(h)]);
+    if (!slot) throw std::invalid_argument("SparsityModel: null head pattern");
+    merge(slot);
+  }
+  done = 1;
+}
+
+int SparsityModel::distinct_heads() const {
+  for (int l = 0; l < layers_; ++l) build_layer(l);
+  return distinct_;
+}
+
+int SparsityModel::layers_built() const { return static_cast<int>(std::count(built_.begin(), built_.end(), 1)); }
 
 const HeadPattern& SparsityModel::head(int layer, int head) const {
   if (layer < 0 || layer >= layers_ || head < 0 || head >= heads_)
     throw std::out_of_range(fmt::format("SparsityModel::head({}, {}) outside {} x {}", layer, head, layers_, heads_));
+  build_layer(layer);
   return *patterns_[static_cast<size_t>(layer) * static_cast<size_t>(heads_) + static_cast<size_t>(head)];
 }
 
 bool SparsityModel::sparse() const {
+  if (declared_) return sparse_;
   for (const auto& p : patterns_)
     if (p->kind() != PatternKind::dense_causal && p->kind() != PatternKind::dense_full) return true;
   return false;
 }
 
 bool SparsityModel::causal() const {
+  if (declared_) return causal_;
   for (const auto& p : patterns_)
     if (!p->causal()) return false;
   return true;
@@ -120,7 +155,9 @@ std::vector<std::pair<int64_t, int64_t>> deal_budgets(const JsonReader& r, const
   return out;
 }
 
-Patterns top_p(const JsonReader& r, const PatternContext& ctx, const VsShape& shape) {
+// The heads of one layer, built on demand (SparsityModel's lazy form): each
+// layer draws from its own seeds, so any order of layers gives the same heads.
+std::function<Patterns(int)> top_p(const JsonReader& r, const PatternContext& ctx, const VsShape& shape) {
   const JsonReader t = r.object("top_p");
   const int64_t max_v = t.integer_or("max_vertical", 0, kUnbounded, 4096);
   const int64_t max_s = t.integer_or("max_slash", 0, kUnbounded, 4096);
@@ -131,26 +168,29 @@ Patterns top_p(const JsonReader& r, const PatternContext& ctx, const VsShape& sh
   ls.finish();
   t.finish();
   const auto layer = layer_sparsity_profile(ctx.layers, lo, hi, mean, ctx.seed);
-  Patterns out;
-  for (int l = 0; l < ctx.layers; ++l) {
+  const int heads = ctx.heads;
+  const uint64_t seed = ctx.seed;
+  return [=](int l) {
+    Patterns out;
     // Heads of a layer differ (lognormal weights of mean 1) but average to the layer's density.
-    Rng rng(mix_seed(ctx.seed, static_cast<uint64_t>(l), 0x7e1, 0));
+    Rng rng(mix_seed(seed, static_cast<uint64_t>(l), 0x7e1, 0));
     std::lognormal_distribution<double> w(0.0, spread);
     std::uniform_real_distribution<double> mix(0.5, 1.5);
-    std::vector<double> weight(static_cast<size_t>(ctx.heads));
+    std::vector<double> weight(static_cast<size_t>(heads));
     for (auto& x : weight) x = w(rng);
-    const double norm = std::accumulate(weight.begin(), weight.end(), 0.0) / ctx.heads;
-    for (int h = 0; h < ctx.heads; ++h) {
-      Rng head_rng(mix_seed(ctx.seed, static_cast<uint64_t>(l), static_cast<uint64_t>(h), 0x70b));
+    const double norm = std::accumulate(weight.begin(), weight.end(), 0.0) / heads;
+    for (int h = 0; h < heads; ++h) {
+      Rng head_rng(mix_seed(seed, static_cast<uint64_t>(l), static_cast<uint64_t>(h), 0x70b));
       const double density = std::min(1.0, (1.0 - layer[static_cast<size_t>(l)]) * weight[static_cast<size_t>(h)] / norm);
       const double head_share = std::min(1.0, share * mix(rng));
       out.push_back(std::make_shared<const HeadPattern>(density_head(head_rng, shape, density, head_share, max_v, max_s)));
     }
-  }
-  return out;
+    return out;
+  };
 }
 
-Patterns vertical_slash(const JsonReader& r, const PatternContext& ctx) {
+// Top-p heads come back as a per-layer builder in `lazy` (and no patterns).
+Patterns vertical_slash(const JsonReader& r, const PatternContext& ctx, std::function<Patterns(int)>& lazy) {
   VsShape shape;
   shape.seq_len = ctx.seq_len;
   shape.sink_tokens = r.has("sink_tokens") ? r.size("sink_tokens", 0, kUnbounded) : 30;
@@ -159,7 +199,10 @@ Patterns vertical_slash(const JsonReader& r, const PatternContext& ctx) {
   shape.slash_spread = parse_spread(r.one_of_or("slash_offsets", {"uniform", "log_uniform"}, "log_uniform"));
   const int sources = r.has("budgets") + r.has("top_p") + r.has("index_file");
   if (sources != 1) r.fail("kind", "vertical_slash needs exactly one of \"budgets\", \"top_p\", \"index_file\"");
-  if (r.has("top_p")) return top_p(r, ctx, shape);
+  if (r.has("top_p")) {
+    lazy = top_p(r, ctx, shape);
+    return {};
+  }
   Patterns out;
   if (r.has("budgets")) {
     const auto budgets = deal_budgets(r, ctx);
@@ -191,6 +234,7 @@ SparsityModel build_sparsity(const nlohmann::json& spec, const std::string& sour
   const std::string kind = r.one_of("kind", kKinds);
   const bool dynamic = r.boolean_or("dynamic", false);
   Patterns patterns;
+  std::function<Patterns(int)> lazy;
   if (kind == "dense_causal") patterns = all_same(ctx, HeadPattern::dense_causal());
   else if (kind == "dense_full") patterns = all_same(ctx, HeadPattern::dense_full());
   else if (kind == "sliding_window") patterns = all_same(ctx, HeadPattern::sliding_window(r.size("window_tokens", 1, kUnbounded)));
@@ -198,8 +242,10 @@ SparsityModel build_sparsity(const nlohmann::json& spec, const std::string& sour
     patterns = all_same(ctx, HeadPattern::a_shape(r.size("sink_tokens", 0, kUnbounded), r.size("window_tokens", 1, kUnbounded)));
   else if (kind == "document_causal" || kind == "document_full") patterns = documents(r, ctx, kind == "document_causal");
   else if (kind == "block_sparse") patterns = block_sparse(r, ctx);
-  else patterns = vertical_slash(r, ctx);
+  else patterns = vertical_slash(r, ctx, lazy);
   r.finish();
+  // Vertical-slash heads are sparse and causal whatever their draws.
+  if (lazy) return SparsityModel(name, ctx.layers, ctx.heads, ctx.seq_len, dynamic, true, true, std::move(lazy));
   return SparsityModel(name, ctx.layers, ctx.heads, ctx.seq_len, dynamic, std::move(patterns));
 }
 

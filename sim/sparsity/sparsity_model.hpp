@@ -3,8 +3,10 @@
 // or inline; fields in docs/sparsity.md). Counting lives in count.hpp.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -25,8 +27,14 @@ struct PatternContext {
 
 class SparsityModel {
  public:
-  SparsityModel(std::string name, int layers, int heads, int64_t seq_len, bool dynamic,
-                std::vector<std::shared_ptr<const HeadPattern>> patterns);
+  using Heads = std::vector<std::shared_ptr<const HeadPattern>>;
+  SparsityModel(std::string name, int layers, int heads, int64_t seq_len, bool dynamic, Heads patterns);
+  // Built layer by layer on first use (the top-p calibration: a scope of one
+  // layer then draws one layer's heads, not 36). build(l) returns layer l's
+  // heads and must not depend on which layers were built before; `sparse`
+  // and `causal` are what sparse() and causal() would find over every head.
+  SparsityModel(std::string name, int layers, int heads, int64_t seq_len, bool dynamic, bool sparse, bool causal,
+                std::function<Heads(int layer)> build);
 
   const std::string& name() const { return name_; }
   int layers() const { return layers_; }
@@ -36,8 +44,10 @@ class SparsityModel {
   // ones: hash, then field-by-field equality), so callers may cache costs by
   // &head(l, h): the address is the pattern's canonical id.
   const HeadPattern& head(int layer, int head) const;
-  // Distinct pattern objects after merging: how many counts a full step needs per partition.
-  int distinct_heads() const { return distinct_; }
+  // Distinct pattern objects after merging: how many counts a full step needs per partition (builds every layer).
+  int distinct_heads() const;
+  // Layers built so far (all of them for an eager model).
+  int layers_built() const;
   // True when indices are built online each step (top-k / top-p): schedules add index-building ops.
   bool dynamic() const { return dynamic_; }
   // True when some head's mask is not dense (causal or full): attention runs a sparse-index kernel.
@@ -54,8 +64,17 @@ class SparsityModel {
   int heads_ = 0;
   int64_t seq_len_ = 0;
   bool dynamic_ = false;
-  int distinct_ = 0;
-  std::vector<std::shared_ptr<const HeadPattern>> patterns_;  // layer-major
+  // Lazy layers: patterns_ slots stay null until their layer is built; equal
+  // masks are merged across layers as they are built (the first built is
+  // the canonical object).
+  void build_layer(int layer) const;
+  void merge(std::shared_ptr<const HeadPattern>& p) const;
+  std::function<Heads(int)> build_;
+  bool declared_ = false, sparse_ = false, causal_ = true;  // flags given by a lazy builder
+  mutable std::vector<char> built_;
+  mutable std::unordered_map<uint64_t, Heads> seen_;
+  mutable int distinct_ = 0;
+  mutable Heads patterns_;  // layer-major
 };
 
 // Throws rm::ConfigError ("source: $.path: what") on any bad field.

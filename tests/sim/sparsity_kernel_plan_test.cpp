@@ -125,6 +125,38 @@ TEST(SparsityKernelPlan, FastPathEqualsGeneralPath) {
   }
 }
 
+// The gathered-vertical sweeps (dense walk and events spread by the query
+// classes' period) give the same counts as each other and as the general
+// enumeration, on stripes of every width (periods of one or many blocks),
+// contiguous ranks (no period shorter than the sequence) and query sets
+// unlike the key sets; power-of-two and other Bk.
+TEST(SparsityKernelPlan, GatherSweepsAgree) {
+  Rng rng(85);
+  for (int iter = 0; iter < 300; ++iter) {
+    const int w = static_cast<int>(uniform(rng, 1, 8));
+    const int64_t u = uniform(rng, 1, 5) * (iter % 2 ? 8 : 1), s = uniform(rng, 50, 2500);
+    const BlockShape shape{uniform(rng, 1, 40), iter % 4 == 0 ? uniform(rng, 1, 40) : int64_t(1) << uniform(rng, 0, 5)};
+    const HeadPattern p = HeadPattern::vertical_slash(random_intervals(rng, s, static_cast<int>(uniform(rng, 1, 60))),
+                                                      random_intervals(rng, s, static_cast<int>(uniform(rng, 1, 40))).united(IntervalSet({{0, 1}})), u);
+    std::vector<TokenSet> ranks;
+    if (iter % 5 == 0) {
+      ranks = contiguous(s, w);
+    } else {
+      const int64_t g = uniform(rng, 1, 3) == 1 ? uniform(rng, 1, 60) : u * uniform(rng, 1, 3);
+      ranks = stripe(std::max<int64_t>(1, s / (w * g)) * w * g, w, g);
+    }
+    std::vector<TokenSet> keys = ranks;
+    if (iter % 7 == 0) keys.resize(std::max<size_t>(1, keys.size() / 2));  // fewer key sets than query sets
+    const std::string at = "iter " + std::to_string(iter);
+    const auto dense = block_costs(p, ranks, keys, shape, GatherSweep::dense);
+    ASSERT_EQ(dense, block_costs(p, ranks, keys, shape, GatherSweep::events)) << at;
+    ASSERT_EQ(dense, block_costs(p, ranks, keys, shape, GatherSweep::automatic)) << at;
+    if (iter % 3 == 0) {
+      ASSERT_EQ(dense, block_costs_general(p, ranks, keys, shape)) << at;
+    }
+  }
+}
+
 // MTraining's stripe ring (128-token stripes): per (rank, KV owner), the tiles
 // its kernel runs equal the model's; checked on its own layout only.
 TEST(SparsityKernelPlan, StripeTilesEqualMTrainingKernel) {

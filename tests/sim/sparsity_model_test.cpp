@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 #include <fstream>
+#include <algorithm>
+#include <random>
 
 #include "sim/config/json_reader.hpp"
 #include "sim/sparsity/sparsity_model.hpp"
@@ -28,6 +30,38 @@ std::string error_of(const nlohmann::json& spec, PatternContext ctx = {2, 2, 1, 
     return e.what();
   }
   return "no error";
+}
+
+// Top-p models build a layer on first use: a scope of one layer draws one
+// layer's heads; any order of first uses gives the same heads as building
+// in order, and the declared sparse()/causal() are what the heads say.
+TEST(SparsityModel, TopPLayersBuildOnFirstUseInAnyOrder) {
+  std::mt19937_64 rng(99);
+  for (int64_t s : {int64_t(4096), int64_t(65536) + 300}) {
+    const PatternContext ctx{6, 4, 1, s, 3, ""};
+    const auto in_order = load("topp-synthetic", ctx);
+    const auto lazy = load("topp-synthetic", ctx);
+    EXPECT_EQ(lazy.layers_built(), 0);
+    (void)lazy.head(4, 2);
+    EXPECT_EQ(lazy.layers_built(), 1);  // one layer, not six
+    std::vector<int> order{0, 1, 2, 3, 4, 5};
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int l : order)
+      for (int h = 3; h >= 0; --h) (void)lazy.head(l, h);
+    EXPECT_EQ(lazy.layers_built(), 6);
+    bool sparse = false, causal = true;
+    for (int l = 0; l < 6; ++l)
+      for (int h = 0; h < 4; ++h) {
+        const HeadPattern& a = in_order.head(l, h);
+        ASSERT_TRUE(a == lazy.head(l, h)) << "layer " << l << " head " << h;
+        sparse |= a.kind() != PatternKind::dense_causal && a.kind() != PatternKind::dense_full;
+        causal &= a.causal();
+      }
+    EXPECT_EQ(lazy.sparse(), sparse);
+    EXPECT_EQ(lazy.causal(), causal);
+    EXPECT_EQ(lazy.distinct_heads(), in_order.distinct_heads());
+    for (int l = 0; l < 6; ++l) EXPECT_EQ(lazy.block_sparsity(l, {}), in_order.block_sparsity(l, {}));
+  }
 }
 
 TEST(SparsityModel, EveryShippedPatternBuildsAtShortAndLongLengths) {

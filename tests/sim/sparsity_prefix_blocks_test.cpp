@@ -53,6 +53,29 @@ TEST(PrefixBlocks, EqualsChunkRowCostsOnRandomPrefixesBothWays) {
   EXPECT_EQ(cases, 120 * 12);
 }
 
+// The upper bound by order statistics of the column blocks equals the sweep
+// over every block, on random prefixes moved both ways (and never falls
+// below the exact count: it is the bound the search trusts).
+TEST(PrefixBlocks, UpperBoundByOrderStatisticsEqualsSweep) {
+  std::mt19937_64 rng(4242);
+  for (int it = 0; it < 200; ++it) {
+    const int64_t unit = std::vector<int64_t>{4, 8, 16, 128}[size_t(it % 4)];
+    const BlockShape shape{unit, unit / std::vector<int64_t>{1, 2, 4}[size_t(rng() % 3)]};
+    const int64_t blocks = 1 + int64_t(rng() % (it % 5 == 0 ? 3000 : 300));
+    const int64_t seq_len = blocks * unit;
+    const int64_t sinks = int64_t(rng() % 40), local = 1 + int64_t(rng() % (3 * unit));
+    const auto v = draw_distinct(rng, sinks, seq_len, int64_t(rng() % 600), rng() % 2 ? Spread::uniform : Spread::log_uniform);
+    const auto d = draw_distinct(rng, local, seq_len, int64_t(rng() % 100), Spread::log_uniform);
+    PrefixBlocks count(seq_len, unit, shape, std::min(sinks, seq_len), std::min(local, seq_len), v, d);
+    for (int probe = 0; probe < 10; ++probe) {
+      const size_t nv = rng() % (v.size() + 2), nd = rng() % (d.size() + 2);
+      const int64_t fast = count.upper(nv, nd);
+      ASSERT_EQ(fast, count.upper_by_sweep(nv, nd)) << "case " << it << " probe " << probe;
+      ASSERT_GE(fast, count.blocks(nv, nd)) << "case " << it << " probe " << probe;
+    }
+  }
+}
+
 TEST(PrefixBlocks, NeedsDiagonalZeroAndWholeTileBlocks) {
   EXPECT_TRUE(PrefixBlocks::supported(1024, 128, 1, {128, 64}));
   EXPECT_FALSE(PrefixBlocks::supported(1024, 128, 0, {128, 64}));   // no local diagonal: diagonal 0 may be off

@@ -131,8 +131,9 @@ void scale_figures() {
       Timer build;
       model = std::make_unique<SparsityModel>(build_sparsity(spec, "topp-synthetic", {36, 16, 2, c.seq_len, 1, ""}));
       built_len = c.seq_len;
+      const int distinct = model->distinct_heads();  // builds every layer (top-p layers are built on first use)
       std::printf("patterns  S=%-8lld build_sparsity %s  (%d heads, %d distinct)\n", static_cast<long long>(c.seq_len),
-                  build.str().c_str(), model->layers() * model->heads(), model->distinct_heads());
+                  build.str().c_str(), model->layers() * model->heads(), distinct);
     }
     rm::Experiment e;
     e.parallel.cp = c.w;
