@@ -62,14 +62,7 @@ Route dijkstra_route(const LinkGraph& lg, int src, int dst, int spine, bool inte
     rev.push_back(link);
   }
   r.links.assign(rev.rbegin(), rev.rend());
-  for (int l : r.links) {
-    const Link& L = links[size_t(l)];
-    r.latency_us += L.latency_us;
-    if (L.bandwidth_GBps < r.bottleneck_GBps) {
-      r.bottleneck_GBps = L.bandwidth_GBps;
-      r.slowest = L.cls;
-    }
-  }
+  add_route_totals(r, links);
   return r;
 }
 

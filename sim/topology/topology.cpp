@@ -207,15 +207,19 @@ Route Topology::compute_route(int src, int dst) const {
     r.links.push_back(nic_switch_link_[size_t(dst_nic)] + 1);
     r.links.push_back(gpu_nic_link_[size_t(dst)] + 1);
   }
-  for (int l : r.links) {  // same order of additions as the reference router
-    const Link& L = links_[size_t(l)];
+  add_route_totals(r, links_);
+  return r;
+}
+
+void add_route_totals(Route& r, const std::vector<Link>& links) {
+  for (int l : r.links) {
+    const Link& L = links[size_t(l)];
     r.latency_us += L.latency_us;
     if (L.bandwidth_GBps < r.bottleneck_GBps) {
       r.bottleneck_GBps = L.bandwidth_GBps;
       r.slowest = L.cls;
     }
   }
-  return r;
 }
 
 int Topology::ring_inter_node_hops(const std::vector<int>& order) const {

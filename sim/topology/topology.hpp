@@ -48,6 +48,11 @@ struct Route {
   LinkClass slowest = LinkClass::nvlink;  // class of the bottleneck link
 };
 
+// Fills a route's totals from its links (latency summed in link order, so every
+// router gives the same last digit; the bottleneck and its class). The route's
+// bottleneck_GBps must start at the value an empty route keeps.
+void add_route_totals(Route& r, const std::vector<Link>& links);
+
 class Topology {
  public:
   explicit Topology(const Cluster& c);
