@@ -33,9 +33,28 @@ sparsity::SparsityModel build_patterns(const Experiment& e) {
   return m;
 }
 
+void check_schedule_fits(const schedule::Schedule& s, const Experiment& e, const std::string& path) {
+  const int gpus = e.cluster.gpus();
+  std::vector<int> rank_on_gpu(size_t(gpus), -1);
+  for (const auto& r : s.ranks) {
+    if (r.gpu < 0 || r.gpu >= gpus)
+      throw ConfigError(fmt::format("{}: ranks[{}].gpu: GPU {} is outside cluster {} (GPUs 0..{})", path, r.id, r.gpu,
+                                    e.cluster.name, gpus - 1));
+    int& other = rank_on_gpu[size_t(r.gpu)];
+    if (other >= 0)
+      throw ConfigError(fmt::format("{}: ranks[{}].gpu: GPU {} already holds rank {} (expected one rank per GPU)", path,
+                                    r.id, r.gpu, other));
+    other = r.id;
+  }
+  if (int64_t(s.ranks.size()) != e.parallel.world())
+    throw ConfigError(fmt::format("{}: the Schedule has {} ranks, its experiment dp*hp*cp = {}*{}*{} = {}", path,
+                                  s.ranks.size(), e.parallel.dp, e.parallel.hp, e.parallel.cp, e.parallel.world()));
+}
+
 LoadedSchedule load_schedule_file(const std::string& path, const ConfigStore& store) {
   schedule::Schedule s = schedule::read_schedule(path);
   Experiment e = parse_experiment(s.experiment, path + " (its experiment)", "", store);
+  check_schedule_fits(s, e, path);
   return {std::move(s), std::move(e)};
 }
 

@@ -145,13 +145,27 @@ TEST(CliSimulate, BadScheduleFilesAreRefused) {
   auto v99 = run_cli("simulate --schedule v99.json", dir.string());
   EXPECT_NE(v99.exit_code, 0);
   EXPECT_THAT(v99.err, HasSubstr("version"));
+  // A rank on a GPU outside the cluster once read out of bounds in the engine;
+  // two ranks on one GPU were silently accepted.
+  auto far = nlohmann::json::parse(good);
+  far["ranks"][2]["gpu"] = 2147483647;
+  std::ofstream((dir / "far.json").string()) << far.dump();
+  auto outside = run_cli("simulate --schedule far.json", dir.string());
+  EXPECT_EQ(outside.exit_code, 2);
+  EXPECT_THAT(outside.err, HasSubstr("far.json: ranks[2].gpu: GPU 2147483647 is outside cluster h200-1x8 (GPUs 0..7)"));
+  auto twice = nlohmann::json::parse(good);
+  twice["ranks"][3]["gpu"] = twice["ranks"][1]["gpu"];
+  std::ofstream((dir / "twice.json").string()) << twice.dump();
+  auto shared = run_cli("simulate --schedule twice.json", dir.string());
+  EXPECT_EQ(shared.exit_code, 2);
+  EXPECT_THAT(shared.err, HasSubstr("twice.json: ranks[3].gpu: GPU 1 already holds rank 1"));
   auto both = run_cli("simulate --schedule good.json --set parallel.cp=4", dir.string());
   EXPECT_NE(both.exit_code, 0);
   EXPECT_THAT(both.err, HasSubstr("--schedule"));
   auto engine = run_cli("simulate --engine quantum" + kSmall);
   EXPECT_NE(engine.exit_code, 0);
   EXPECT_THAT(engine.err, HasSubstr("--engine: expected analytic or simgrid"));
-  for (const auto* r : {&cut, &v99, &both, &engine}) EXPECT_EQ(r->out, "");
+  for (const auto* r : {&cut, &v99, &outside, &shared, &both, &engine}) EXPECT_EQ(r->out, "");
   std::filesystem::remove_all(dir);
 }
 
