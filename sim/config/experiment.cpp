@@ -204,6 +204,7 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
   {
     auto p = r.object("parallel");
     e.parallel.dp = static_cast<int>(p.integer_or("dp", 1, 1 << 20, 1));
+    e.parallel.tp = static_cast<int>(p.integer_or("tp", 1, 1 << 20, 1));
     e.parallel.hp = static_cast<int>(p.integer_or("hp", 1, 1 << 20, 1));
     e.parallel.cp = static_cast<int>(p.integer_or("cp", 1, 1 << 20, 1));
     e.parallel.partition = p.enum_or("partition", kPartitions, Partition::zigzag);
@@ -219,6 +220,8 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
 
     // Cross-field checks: each names the field to change.
     const auto& P = e.parallel;
+    if (P.tp != 1)
+      p.fail("tp", fmt::format("tensor parallelism is not modelled yet: expected 1, got {}", P.tp));
     // In 64 bits: each factor is at most 2^20, so the product cannot overflow here,
     // and world() (an int) is only used once it is known to fit the cluster.
     const int64_t world = int64_t(P.dp) * P.hp * P.cp;

@@ -54,6 +54,7 @@ struct Workload {
 
 struct Parallel {
   int dp = 1, hp = 1, cp = 1;
+  int tp = 1;  // Megatron tensor parallel (with sequence parallelism) inside each (dp, hp, cp) rank
   Partition partition = Partition::contiguous;
   int64_t stripe_tokens = 128;
   RingKind ring = RingKind::ring;
