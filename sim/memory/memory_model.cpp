@@ -231,7 +231,7 @@ std::string to_text(const MemoryReport& r) {
                                 r.capacity_GB(),
                                 r.oom ? fmt::format("OUT OF MEMORY by {:.2f} GB", double(r.shortfall_bytes()) / 1e9)
                                       : std::string("fits"),
-                                r.peak_at == Moment::loss ? "loss" : "first layer's backward");
+                                r.peak_at == Moment::loss ? "loss" : "last layer's backward");
   std::string line;
   for (const Term& t : r.terms) {
     if (t.bytes == 0) continue;

@@ -3,14 +3,15 @@
 // prunes with before it generates anything, so it costs microseconds.
 // The peak is the larger of two moments of the step (docs/memory.md derives
 // every term): the loss (end of the forward: every layer's checkpoints held,
-// the LM head and cross-entropy working) and the first layer's backward (every
-// checkpoint held, that layer recomputed under the checkpoint policy, its
-// attention ring and all-to-all buffers live). Persistent state — bf16
-// weights and gradients, Adam's fp32 master weights and two moments (12 bytes
-// a parameter) — is divided by ZeRO over the dp·hp·cp GPUs that hold the same
-// tensor-parallel shard; activations and heads divide by tp. On top come the
-// allocator's fragmentation (cluster gpu.fragmentation x the tensors) and the
-// CUDA/NCCL context (gpu.context_GB). GB = 1e9 bytes.
+// the LM head and cross-entropy working) and the last layer's backward, the
+// first to run (every checkpoint held, that layer recomputed under the
+// checkpoint policy, its attention ring and all-to-all buffers live).
+// Persistent state — bf16 weights and gradients, Adam's fp32 master weights
+// and two moments (12 bytes a parameter) — is divided by ZeRO over the
+// dp·hp·cp GPUs that hold the same tensor-parallel shard; activations and
+// heads divide by tp. On top come the allocator's fragmentation (cluster
+// gpu.fragmentation x the tensors) and the CUDA/NCCL context
+// (gpu.context_GB). GB = 1e9 bytes.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +50,7 @@ struct MemoryReport {
   std::vector<Term> terms;  // every term at the peak moment, in report order; they add up to peak_bytes
   Moment peak_at = Moment::layer_backward;
   int64_t loss_bytes = 0;            // total at the loss moment
-  int64_t layer_backward_bytes = 0;  // total at the first layer's backward
+  int64_t layer_backward_bytes = 0;  // total at the last layer's backward (the first to run)
   int64_t peak_bytes = 0;            // max of the two
   int64_t capacity_bytes = 0;        // cluster gpu.memory_GB
   bool oom = false;                  // peak_bytes > capacity_bytes
