@@ -227,22 +227,35 @@ nlohmann::json to_json(const MemoryReport& r) {
 }
 
 std::string to_text(const MemoryReport& r) {
+  std::string verdict = "fits";
+  if (r.oom) {  // name the largest term: what to change first
+    const Term* big = &r.terms.front();
+    for (const Term& t : r.terms)
+      if (t.bytes > big->bytes) big = &t;
+    verdict = fmt::format("OUT OF MEMORY by {:.2f} GB, the largest term {} {:.2f} GB",
+                          double(r.shortfall_bytes()) / 1e9, big->name, double(big->bytes) / 1e9);
+  }
   std::string out = fmt::format("memory/GPU     {:.2f} GB of {:.2f} GB: {} (peak at the {})\n", r.peak_GB(),
-                                r.capacity_GB(),
-                                r.oom ? fmt::format("OUT OF MEMORY by {:.2f} GB", double(r.shortfall_bytes()) / 1e9)
-                                      : std::string("fits"),
+                                r.capacity_GB(), verdict,
                                 r.peak_at == Moment::loss ? "loss" : "last layer's backward");
   std::string line;
   for (const Term& t : r.terms) {
     if (t.bytes == 0) continue;
     const std::string item = fmt::format("{} {:.2f} GB", t.name, double(t.bytes) / 1e9);
     if (!line.empty() && line.size() + item.size() > 90) {
-      out += "  " + line + "\n";
+      out += "  ";
+      out += line;
+      out += '\n';
       line.clear();
     }
-    line += (line.empty() ? "" : ", ") + item;
+    if (!line.empty()) line += ", ";
+    line += item;
   }
-  if (!line.empty()) out += "  " + line + "\n";
+  if (!line.empty()) {
+    out += "  ";
+    out += line;
+    out += '\n';
+  }
   return out;
 }
 
