@@ -166,6 +166,15 @@ TEST(MemoryModel, AllowancesComeFromTheClusterAndOomCarriesTheFigure) {
   EXPECT_NE(to_text(r).find(": fits (peak at the loss)"), std::string::npos);
 }
 
+TEST(MemoryModel, TheStepsMemoryWhateverTheScopeAndDeterministic) {
+  const MemoryReport step = estimate_memory(load({}));
+  for (const char* scope : {"attention_fwd", "attention_fwd_bwd", "layer"}) {
+    const MemoryReport r = estimate_memory(load({std::string("scope=") + scope}));
+    EXPECT_EQ(r.peak_bytes, step.peak_bytes) << scope;
+    EXPECT_EQ(to_json(r), to_json(step)) << scope;
+  }
+}
+
 // A deterministic spread over the configurations (xorshift; no clock).
 struct Pick {
   uint64_t s;
