@@ -54,7 +54,7 @@ struct Workload {
 
 struct Parallel {
   int dp = 1, hp = 1, cp = 1;
-  int tp = 1;  // Megatron tensor parallel (with sequence parallelism) inside each (dp, hp, cp) rank
+  int tp = 1;  // Megatron tensor parallel (with sequence parallelism): tp GPUs in one node per (dp, hp, cp) rank
   Partition partition = Partition::contiguous;
   int64_t stripe_tokens = 128;
   RingKind ring = RingKind::ring;
@@ -65,7 +65,10 @@ struct Parallel {
   ShuffleMode shuffle = ShuffleMode::per_call;
   GradDtype grad_comm_dtype = GradDtype::fp32;
   RingOrder ring_order = RingOrder::rank;
-  int world() const { return dp * hp * cp; }
+  // GPUs used: every (dp, hp, cp) rank is a tensor-parallel group of tp GPUs.
+  int world() const { return dp * tp * hp * cp; }
+  // Ranks that hold a replica of the same weight shard (gradients are reduced over them).
+  int replicas() const { return dp * hp * cp; }
 };
 
 struct Experiment {
