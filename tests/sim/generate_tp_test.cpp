@@ -79,6 +79,7 @@ TEST(TensorParallel, ExecutesTheSameWorkAsTp1OverAllRanks) {
       const auto e = load(with(sets, 2));
       const auto s = session.schedule(e);
       EXPECT_EQ(int(s.ranks.size()), 2 * load(sets).parallel.world());
+      EXPECT_EQ(s.generator.rfind("tp2-", 0), 0u) << s.generator;
       const Work two = work_of(s);
       for (const auto& [kind, f] : one.flops) {
         EXPECT_DOUBLE_EQ(two.flops.at(kind), f) << to_string(kind) << " " << ::testing::PrintToString(sets);
