@@ -48,7 +48,7 @@ std::pair<int, int> ring_shape(const Experiment& e) {
       return {p.cp / p.window, p.window};
     case RingKind::hierarchical: {
       std::map<int, int> per_node;
-      for (int g : placement::DeviceMap(p).context_group(0, 0)) ++per_node[g / e.cluster.gpus_per_node];
+      for (int g : placement::DeviceMap(p).context_group(0, 0, 0)) ++per_node[g / e.cluster.gpus_per_node];
       const int inner = per_node.begin()->second;
       for (const auto& [node, n] : per_node)
         if (n != inner)
@@ -84,7 +84,7 @@ Tensors tensors(const Experiment& e) {
   if (m.heads % (p.hp * tp) != 0)
     throw ConfigError(fmt::format("{}: $.parallel.tp: hp*tp = {}*{} does not divide the model's {} heads", e.source,
                                   p.hp, tp, m.heads));
-  const placement::HeadShard s = placement::head_shard(m, p.hp * tp, 0);
+  const placement::HeadShard s = placement::head_shard(m, p, 0, 0);
   const int64_t b = e.workload.batch, S = e.workload.seq_len, D = m.head_dim;
   const int64_t T = S / p.cp;                       // ring layout: the context rank's tokens
   const int64_t N = b * S / (int64_t(p.cp) * p.hp);  // dense layout: the (hp, cp) rank's tokens, batch folded
@@ -127,10 +127,11 @@ Tensors tensors(const Experiment& e) {
   const int64_t chunk = p.loss_chunk_tokens > 0 ? std::min(p.loss_chunk_tokens, N) : N;
   t.loss = 2 * t.x + ceil_div(chunk * m.vocab * kLossBytesPerLogit, tp);  // xf, dxf; a chunk's logits (vocab / tp)
 
-  t.params = ceil_div(m.params(), tp);
-  t.layer_params = ceil_div(m.layer_params(), tp);
-  t.embed_params = ceil_div(m.params() - int64_t(m.layers) * m.layer_params(), tp);
-  t.zero_group = p.dp * p.hp * p.cp;
+  // The generator's shards (norm weights stay whole on every tensor rank).
+  t.layer_params = generate::tp_layer_params(m, tp);
+  t.embed_params = generate::tp_embed_params(m, tp);
+  t.params = int64_t(m.layers) * t.layer_params + t.embed_params;
+  t.zero_group = p.replicas();
   return t;
 }
 
