@@ -6,12 +6,14 @@
 // figure.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "sim/config/experiment.hpp"
+#include "sim/report/bound_by.hpp"
 #include "sim/report/critical_path.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "traces/timeline.hpp"
@@ -61,6 +63,9 @@ struct StepReport {
   Breakdown breakdown;
   Imbalance imbalance;
   CriticalPath critical_path;
+  // What bounds the step (bound_by.hpp); filled where the Topology is known
+  // (pipeline::simulate_schedule), absent from make_step_report alone.
+  std::optional<BoundBy> bound_by;
 };
 
 StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, const traces::Timeline& tl);
@@ -68,7 +73,8 @@ StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, co
 // Keys: step_time_s, tokens_per_s, flops {model, dense_causal_model, executed},
 // mfu, hfu, dense_equivalent_speedup, gpus, breakdown {per_rank [...], mean,
 // min, max}, imbalance {worker, step, step_measured}, critical_path {length_s,
-// ops, op_ids, compute_s, communication_s, waiting_s, by_kind [...]}.
+// ops, op_ids, compute_s, communication_s, waiting_s, by_kind [...]}, and
+// bound_by {...} (bound_by.hpp) when it was filled.
 nlohmann::json to_json(const StepReport& r);
 
 // A human summary with aligned tables. Above 8 ranks the rank table shows the
