@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -70,7 +71,7 @@ std::vector<Flow> flows(const schedule::Schedule& s, const std::vector<const tra
                    std::max(t0, std::min(a.end_s, b.end_s)), op.phase,
                    on_path[size_t(op.id)] || on_path[size_t(peer)], op.step >= 0});
   }
-  std::map<std::pair<int, int>, double> pair_bytes;
+  std::vector<uint32_t> order;
   for (const auto& call : match.calls) {
     if (call.empty() || std::any_of(call.begin(), call.end(), [&](OpId id) { return id < 0 || !ev[size_t(id)]; }))
       continue;
@@ -80,14 +81,21 @@ std::vector<Flow> flows(const schedule::Schedule& s, const std::vector<const tra
       const auto& members = s.groups[size_t(first.group)].ranks;
       root = int(std::find(members.begin(), members.end(), first.peer) - members.begin());
     }
-    double t0 = 0;
+    double t0 = ev[size_t(call.front())]->start_s;
     bool critical = false;
     for (OpId id : call) t0 = std::max(t0, ev[size_t(id)]->start_s), critical = critical || on_path[size_t(id)];
-    pair_bytes.clear();
-    for (const auto& x : cost::CostModel::plan_collective(first.kind, int(call.size()), double(first.bytes), root))
-      pair_bytes[{x.src, x.dst}] += x.bytes;
-    for (const auto& [pair, bytes] : pair_bytes) {
-      const traces::Event &a = *ev[size_t(call[size_t(pair.first)])], &b = *ev[size_t(call[size_t(pair.second)])];
+    // Bytes per (sender, receiver): the plan's transfers sorted by pair, runs summed in plan order.
+    const auto plan = cost::CostModel::plan_collective(first.kind, int(call.size()), double(first.bytes), root);
+    order.resize(plan.size());
+    for (size_t i = 0; i < plan.size(); ++i) order[i] = uint32_t(i);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+      return std::pair{plan[x].src, plan[x].dst} < std::pair{plan[y].src, plan[y].dst};
+    });
+    for (size_t i = 0; i < order.size();) {
+      const int src = plan[order[i]].src, dst = plan[order[i]].dst;
+      double bytes = 0;
+      for (; i < order.size() && plan[order[i]].src == src && plan[order[i]].dst == dst; ++i) bytes += plan[order[i]].bytes;
+      const traces::Event &a = *ev[size_t(call[size_t(src)])], &b = *ev[size_t(call[size_t(dst)])];
       out.push_back({gpu(a.rank), gpu(b.rank), bytes, t0, std::max(t0, std::min(a.end_s, b.end_s)), first.phase,
                      critical, first.step >= 0});
     }
@@ -234,9 +242,13 @@ BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const 
   std::array<ClassAcc, 2> cls;
   for (auto& c : cls) c.uses.assign(links.size(), 0);
   // In start order, so each link's busy time is a running merge of its transfers' intervals.
-  std::vector<Flow> fl = flows(s, ev, on_path);
-  std::sort(fl.begin(), fl.end(), [](const Flow& x, const Flow& y) { return std::tie(x.t0, x.t1) < std::tie(y.t0, y.t1); });
-  for (const Flow& f : fl) {
+  // (Sorted as small keys: the flows themselves are large.)
+  const std::vector<Flow> fl = flows(s, ev, on_path);
+  std::vector<std::pair<double, uint32_t>> order(fl.size());
+  for (size_t i = 0; i < fl.size(); ++i) order[i] = {fl[i].t0, uint32_t(i)};
+  std::sort(order.begin(), order.end());
+  for (const auto& [t0, i] : order) {
+    const Flow& f = fl[i];
     const topology::Route& r = t.route(f.src_gpu, f.dst_gpu);
     if (r.links.empty() || f.bytes <= 0) continue;
     ClassAcc& c = cls[r.inter_node ? 1 : 0];
