@@ -177,6 +177,7 @@ TEST(BoundBy, UtilisationWhileBusyNeverPassesOneOnTheEngines) {
       if (kind == engine::EngineKind::simgrid && seed > 3) continue;  // a forked SimGrid per run: keep it short
       const traces::Timeline tl = engine::simulate(s, env.topo, env.model, kind);
       const BoundBy b = run(env, s, tl);
+      EXPECT_FALSE(b.links.empty()) << "seed " << seed;
       for (const LinkLoad& l : b.links) {
         EXPECT_LE(l.busy_utilisation, 1 + 1e-9) << "seed " << seed << " " << l.name;
         EXPECT_LE(l.utilisation, l.busy_utilisation + 1e-12);
@@ -217,6 +218,19 @@ TEST(BoundBy, ARingOfBigMessagesIsLinkBoundAndOfBigComputeIsComputeBound) {
       EXPECT_GE(b.links[size_t(b.bottleneck)].busy_utilisation, kLinkBoundUtilisation);
     }
   }
+}
+
+TEST(BoundBy, ARingOfTinyMessagesIsLatencyBound) {
+  // 8-byte exchanges between ranks that compute nothing: the path is launches
+  // and link latencies, and no link runs anywhere near full.
+  const Env env;
+  const schedule::Schedule s = engine::ring_schedule({8, 4, 6, 0, 8, 0});
+  const traces::Timeline tl = engine::simulate(s, env.topo, env.model, engine::EngineKind::analytic);
+  const BoundBy b = run(env, s, tl);
+  EXPECT_EQ(b.kind, BoundKind::latency) << b.verdict;
+  ASSERT_GE(b.bottleneck, 0);
+  EXPECT_LT(b.links[size_t(b.bottleneck)].busy_utilisation, 0.01);
+  EXPECT_NE(b.verdict.find("latency-bound"), std::string::npos);
 }
 
 TEST(BoundBy, AnImbalancedComputePathIsBoundByImbalance) {
