@@ -351,6 +351,7 @@ BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const 
 
   // The verdict, from the critical path.
   const double len = cp.length_s;
+  b.critical_length_s = len;
   if (len <= 0 || cp.ops.empty()) {
     b.verdict = "empty: the Timeline has no critical path";
     return b;
@@ -440,6 +441,7 @@ nlohmann::json to_json(const BoundBy& b) {
                       {"critical_comm_s", p.critical_comm_s}});
   return {{"kind", to_string(b.kind)},
           {"verdict", b.verdict},
+          {"brief", brief(b)},
           {"bottleneck", b.bottleneck >= 0 ? link_json(b.links[size_t(b.bottleneck)]) : nlohmann::json(nullptr)},
           {"links", links},
           {"links_total", b.links.size()},
@@ -448,6 +450,17 @@ nlohmann::json to_json(const BoundBy& b) {
           {"phases", phases},
           {"imbalance", {{"attention_critical_s", b.attention_critical_s}, {"lost_s", b.imbalance_lost_s}}},
           {"notes", b.notes}};
+}
+
+std::string brief(const BoundBy& b) {
+  switch (b.kind) {
+    case BoundKind::link: {
+      const LinkLoad& l = b.links[size_t(b.bottleneck)];
+      return fmt::format("link {} {} {}", l.kind, l.name, pct(l.busy_utilisation));
+    }
+    case BoundKind::imbalance: return fmt::format("imbalance {}", pct(b.imbalance_lost_s / b.critical_length_s));
+    default: return std::string(to_string(b.kind));
+  }
 }
 
 std::string to_text(const BoundBy& b, double step_time_s) {

@@ -99,6 +99,7 @@ struct BoundBy {
   std::vector<KindLoad> kinds;  // by kind name: nic, nvlink, pcie, fabric as they occur
   std::vector<TrafficCap> traffic;  // intra-node then inter-node, those that carried bytes
   std::vector<PhaseBound> phases;   // phases with events, in Phase order
+  double critical_length_s = 0;     // the critical path's length the verdict read
   double attention_critical_s = 0;  // attention seconds on the critical path
   double imbalance_lost_s = 0;      // of which the imbalance costs: attention x (1 - 1 / step_measured)
   std::vector<std::string> notes;   // sentences: what caps each traffic class, what is not the bottleneck
@@ -116,7 +117,7 @@ inline constexpr double kImbalanceBoundShare = 0.10;
 BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const topology::Topology& t,
                  const cost::CostModel& m, const CriticalPath& cp, double step_imbalance);
 
-// Keys: kind, verdict, bottleneck (a link object or null), links [{name,
+// Keys: kind, verdict, brief, bottleneck (a link object or null), links [{name,
 // kind, rate_GBps, bytes, busy_s, utilisation, busy_utilisation, critical_s,
 // phases [{phase, bytes, busy_s, utilisation}], ring_steps {bytes, busy_s,
 // utilisation}}] (the kMaxJsonLinks busiest),
@@ -124,6 +125,11 @@ BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const 
 // busy_utilisation}], traffic [...], phases [...], imbalance {...}, notes [...].
 inline constexpr size_t kMaxJsonLinks = 16;
 nlohmann::json to_json(const BoundBy& b);
+
+// One short cell for tables and CSV rows (sweep, plan): "compute", "link pcie
+// n0/nic0->n0/gpu0 80%" (kind, link, utilisation while busy), "imbalance 46%"
+// (share of the step lost), "latency", "empty".
+std::string brief(const BoundBy& b);
 
 // The text report's section: the verdict, the notes, the busiest links and the per-phase table.
 std::string to_text(const BoundBy& b, double step_time_s);

@@ -207,6 +207,12 @@ TEST(BoundBy, ARingOfBigMessagesIsLinkBoundAndOfBigComputeIsComputeBound) {
     const BoundBy b = run(env, s, tl);
     EXPECT_EQ(b.kind, want) << b.verdict;
     EXPECT_EQ(b.bottleneck >= 0, want == BoundKind::link);
+    if (want == BoundKind::link) {
+      const LinkLoad& l = b.links[size_t(b.bottleneck)];
+      EXPECT_EQ(brief(b), fmt::format("link {} {} {:.0f}%", l.kind, l.name, 100 * l.busy_utilisation));
+    } else {
+      EXPECT_EQ(brief(b), "compute");
+    }
     ASSERT_FALSE(b.phases.empty());
     EXPECT_EQ(b.phases[0].phase, Phase::forward);
     EXPECT_GT(b.phases[0].compute_mean_s, 0);
@@ -242,6 +248,7 @@ TEST(BoundBy, AnImbalancedComputePathIsBoundByImbalance) {
   const BoundBy b = bound_by(s, tl, env.topo, env.model, cp, 2.0);
   EXPECT_EQ(b.kind, BoundKind::imbalance) << b.verdict;
   EXPECT_DOUBLE_EQ(b.imbalance_lost_s, b.attention_critical_s / 2);
+  EXPECT_EQ(brief(b), fmt::format("imbalance {:.0f}%", 100 * b.imbalance_lost_s / cp.length_s));
   EXPECT_EQ(bound_by(s, tl, env.topo, env.model, cp, 1.0).kind, BoundKind::compute);
 }
 
