@@ -65,7 +65,7 @@ std::optional<double> number_at(const json& j, const std::string& path) {
 
 // The inputs of a run: its experiment flattened to dotted keys, its engine and its --set overrides.
 std::map<std::string, std::string> inputs(const json& j) {
-  std::map<std::string, std::string> out;
+  std::map<std::string, std::string> out, extra;
   auto flatten = [&](auto&& self, const json& v, const std::string& prefix) -> void {
     if (v.is_object()) {
       for (const auto& [k, x] : v.items()) self(self, x, prefix.empty() ? k : prefix + "." + k);
@@ -75,9 +75,12 @@ std::map<std::string, std::string> inputs(const json& j) {
   };
   flatten(flatten, j["experiment"], "");
   if (j.contains("engine")) flatten(flatten, j["engine"], "engine");
+  // Overrides of keys the experiment does not echo (cluster fields, kernel
+  // rates); the others show as the experiment key they set.
   if (j.contains("overrides") && j["overrides"].is_object())
     for (const auto& [k, v] : j["overrides"].items())
-      out["--set " + k] = v.is_string() ? v.get<std::string>() : v.dump();
+      if (!out.count(k)) extra["--set " + k] = v.is_string() ? v.get<std::string>() : v.dump();
+  out.insert(extra.begin(), extra.end());
   return out;
 }
 
@@ -124,9 +127,10 @@ double change(const Row& r) {
   return std::abs(b - a) <= 1e-12 * std::max(std::abs(a), std::abs(b)) ? 0.0 : b - a;
 }
 
-// Largest change first (name on ties); unchanged rows dropped.
+// Largest change first (first listed on ties); unchanged rows dropped (a
+// figure one run lacks counts as 0 there).
 std::vector<Row> moved(std::vector<Row> rows) {
-  std::erase_if(rows, [](const Row& r) { return change(r) == 0 && r.a.has_value() == r.b.has_value(); });
+  std::erase_if(rows, [](const Row& r) { return change(r) == 0; });
   std::stable_sort(rows.begin(), rows.end(),
                    [](const Row& x, const Row& y) { return std::abs(change(x)) > std::abs(change(y)); });
   return rows;
@@ -148,11 +152,16 @@ std::string relative(const Row& r) {
   return fmt::format("{:+.1f}%", 100 * change(r) / std::abs(*r.a));
 }
 
-std::string rows_text(const std::string& title, const std::vector<Row>& rows) {
+// At most `limit` rows (the JSON has them all).
+constexpr size_t kTextRows = 12;
+std::string rows_text(const std::string& title, const std::vector<Row>& rows, size_t limit = kTextRows) {
   if (rows.empty()) return title + ": no change\n\n";
   Table t({title, "A", "B", "change", "change %"});
-  for (const Row& r : rows) t.row({r.name, cell(r.a), cell(r.b), fmt::format("{:+.6g}", change(r)), relative(r)});
-  return t.str() + "\n";
+  for (size_t i = 0; i < rows.size() && i < limit; ++i)
+    t.row({rows[i].name, cell(rows[i].a), cell(rows[i].b), fmt::format("{:+.6g}", change(rows[i])), relative(rows[i])});
+  std::string out = t.str();
+  if (rows.size() > limit) out += fmt::format("({} more rows in --json)\n", rows.size() - limit);
+  return out + "\n";
 }
 
 std::string verdict_of(const json& j) {
@@ -225,7 +234,7 @@ void run(const Options& o) {
   const Row& step = figures.front();
   text += fmt::format("step time {} s -> {} s ({})\n\n", cell(step.a), cell(step.b),
                       change(step) == 0 ? "unchanged" : relative(step));
-  text += rows_text("figure", figures);
+  text += rows_text("figure", figures, figures.size());
   text += rows_text("per phase (s)", moved(phases));
   text += rows_text("critical path by kind (s)", by_kind);
   text += rows_text("link utilisation (of the step)", links);
