@@ -321,7 +321,8 @@ BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const 
       if (c.uses[size_t(l.link)]) busiest.try_emplace(l.kind, &l);
     for (const auto& [kind, l] : busiest)
       cap.kinds.push_back({kind, l->name, l->rate_GBps, l->utilisation, l->busy_utilisation, l->ring_utilisation,
-                           c.capped.count(kind) ? c.capped.at(kind) / c.bytes : 0.0, kind == cap.capped_by});
+                           c.capped.count(kind) ? c.capped.at(kind) / c.bytes : 0.0, kind == cap.capped_by,
+                           l->busy_utilisation >= kSaturatedUtilisation});
     std::stable_partition(cap.kinds.begin(), cap.kinds.end(), [](const TrafficKind& k) { return k.bottleneck; });
     // The note: what caps it, at what load, and which faster kinds on the same routes are not the bottleneck.
     const TrafficKind& top = cap.kinds.front();
@@ -338,7 +339,8 @@ BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const 
       note += fmt::format("; {} {} ({:.3g} GB/s) at {} while busy{}: {}", kind_label(o.kind), o.link, o.rate_GBps,
                           pct(o.busy_utilisation), ring(o),
                           o.capped_share > 0 ? fmt::format("caps {:.0f}% of these bytes", 100 * o.capped_share)
-                                             : fmt::format("the {} is not the bottleneck", kind_label(o.kind)));
+                          : o.saturated ? std::string("saturated too: shared by several transfers, it may hold them back")
+                                        : fmt::format("the {} is not the bottleneck", kind_label(o.kind)));
     }
     b.notes.push_back(note);
     b.traffic.push_back(std::move(cap));
@@ -426,7 +428,7 @@ nlohmann::json to_json(const BoundBy& b) {
       kinds.push_back({{"kind", k.kind}, {"link", k.link}, {"rate_GBps", k.rate_GBps}, {"utilisation", k.utilisation},
                        {"busy_utilisation", k.busy_utilisation}, {"ring_utilisation", k.ring_utilisation},
                        {"capped_share", k.capped_share},
-                       {"bottleneck", k.bottleneck}});
+                       {"bottleneck", k.bottleneck}, {"saturated", k.saturated}});
     traffic.push_back({{"traffic", c.inter_node ? "inter_node" : "intra_node"}, {"bytes", c.bytes},
                        {"capped_by", c.capped_by}, {"capped_share", c.capped_share}, {"kinds", kinds}});
   }

@@ -69,6 +69,9 @@ struct TrafficKind {
   double ring_utilisation = 0;  // that link's, during the ring steps (0 when it carries none)
   double capped_share = 0;      // fraction of the class's bytes whose route this kind caps
   bool bottleneck = false;      // the kind that caps most of the bytes
+  // Its busiest link runs at least kSaturatedUtilisation full while busy: faster
+  // than the cap, but shared by enough transfers to hold them back as well.
+  bool saturated = false;
 };
 struct TrafficCap {
   bool inter_node = false;
@@ -111,6 +114,8 @@ struct BoundBy {
 // imbalance bounds a compute-held path when it costs kImbalanceBoundShare of it.
 inline constexpr double kLinkBoundUtilisation = 0.5;
 inline constexpr double kImbalanceBoundShare = 0.10;
+// A faster kind on the same routes "is not the bottleneck" only below this load while busy.
+inline constexpr double kSaturatedUtilisation = 0.90;
 
 // cp and step_imbalance (Imbalance::step_measured) come from the step report
 // of the same Schedule and Timeline; t and m are what the Timeline ran on.

@@ -166,6 +166,29 @@ TEST(BoundBy, ALoneFlowOnTheEnginesRunsItsBottleneckFullButForLatency) {
   }
 }
 
+TEST(BoundBy, AFasterLinkSharedByManyTransfersIsSaturatedNotInnocent) {
+  // One NIC per node: GPUs 0, 1, 2 send to node 1 at once. Each route's
+  // slowest link is its GPU's PCIe link (20 GB/s < the NIC's 21.25), but the
+  // three share the NIC, which runs full: the report must not call it innocent.
+  const Env env({"cluster.nics_per_node=1"});
+  const Flows f = p2p({{0, 8}, {1, 9}, {2, 10}}, 200'000'000);
+  const traces::Timeline tl = engine::simulate(f.s, env.topo, env.model, engine::EngineKind::analytic);
+  const BoundBy b = run(env, f.s, tl);
+  ASSERT_EQ(b.traffic.size(), 1u);
+  EXPECT_EQ(b.traffic[0].capped_by, "pcie");
+  bool nic = false;
+  for (const TrafficKind& k : b.traffic[0].kinds)
+    if (k.kind == "nic") {
+      nic = true;
+      EXPECT_TRUE(k.saturated);
+      EXPECT_GT(k.busy_utilisation, 0.99);
+    }
+  EXPECT_TRUE(nic);
+  EXPECT_NE(b.notes[0].find("saturated too"), std::string::npos) << b.notes[0];
+  EXPECT_EQ(b.notes[0].find("not the bottleneck"), std::string::npos) << b.notes[0];
+  EXPECT_EQ(b.links.front().kind, "nic");  // three flows' bytes on one port lead the list
+}
+
 TEST(BoundBy, UtilisationWhileBusyNeverPassesOneOnTheEngines) {
   // Over a link, the bytes of the transfers add up to at most rate x the
   // time some transfer runs, whatever the sharing: each transfer's interval
