@@ -45,7 +45,7 @@ namespace {
 
 // One transfer as the report sees it: bytes between two GPUs within [t0, t1].
 struct Flow {
-  int src_gpu = 0, dst_gpu = 0;
+  const topology::Route* route = nullptr;
   double bytes = 0, t0 = 0, t1 = 0;
   Phase phase = Phase::forward;
   bool critical = false;
@@ -56,18 +56,25 @@ struct Flow {
 // (sender, receiver) pair of each collective call's plan. A transfer runs
 // once both sides are posted (the later start) and ends by the earlier end of
 // the ops it touches (each ends with its last transfer).
-std::vector<Flow> flows(const schedule::Schedule& s, const std::vector<const traces::Event*>& ev,
-                        const std::vector<char>& on_path) {
+std::vector<Flow> flows(const schedule::Schedule& s, const topology::Topology& t,
+                        const std::vector<const traces::Event*>& ev, const std::vector<char>& on_path) {
   const schedule::CommMatching match = schedule::match_comms(s);
   std::vector<Flow> out;
-  auto gpu = [&](int rank) { return s.ranks[size_t(rank)].gpu; };
+  // Routes by rank pair, the last one kept: a rank's consecutive sends mostly go to one peer.
+  int last_src = -1, last_dst = -1;
+  const topology::Route* last = nullptr;
+  auto route = [&](int src_rank, int dst_rank) {
+    if (src_rank != last_src || dst_rank != last_dst)
+      last_src = src_rank, last_dst = dst_rank, last = &t.route(s.ranks[size_t(src_rank)].gpu, s.ranks[size_t(dst_rank)].gpu);
+    return last;
+  };
   for (const Op& op : s.ops) {
     if (op.kind != OpKind::send) continue;
     const OpId peer = match.partner[size_t(op.id)];
     if (peer < 0 || !ev[size_t(op.id)] || !ev[size_t(peer)]) continue;
     const traces::Event &a = *ev[size_t(op.id)], &b = *ev[size_t(peer)];
     const double t0 = std::max(a.start_s, b.start_s);
-    out.push_back({gpu(op.rank), gpu(s.ops[size_t(peer)].rank), double(op.bytes), t0,
+    out.push_back({route(op.rank, s.ops[size_t(peer)].rank), double(op.bytes), t0,
                    std::max(t0, std::min(a.end_s, b.end_s)), op.phase,
                    on_path[size_t(op.id)] || on_path[size_t(peer)], op.step >= 0});
   }
@@ -96,7 +103,7 @@ std::vector<Flow> flows(const schedule::Schedule& s, const std::vector<const tra
       double bytes = 0;
       for (; i < order.size() && plan[order[i]].src == src && plan[order[i]].dst == dst; ++i) bytes += plan[order[i]].bytes;
       const traces::Event &a = *ev[size_t(call[size_t(src)])], &b = *ev[size_t(call[size_t(dst)])];
-      out.push_back({gpu(a.rank), gpu(b.rank), bytes, t0, std::max(t0, std::min(a.end_s, b.end_s)), first.phase,
+      out.push_back({route(a.rank, b.rank), bytes, t0, std::max(t0, std::min(a.end_s, b.end_s)), first.phase,
                      critical, first.step >= 0});
     }
   }
@@ -246,13 +253,13 @@ BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const 
   for (auto& c : cls) c.uses.assign(links.size(), 0);
   // In start order, so each link's busy time is a running merge of its transfers' intervals.
   // (Sorted as small keys: the flows themselves are large.)
-  const std::vector<Flow> fl = flows(s, ev, on_path);
+  const std::vector<Flow> fl = flows(s, t, ev, on_path);
   std::vector<std::pair<double, uint32_t>> order(fl.size());
   for (size_t i = 0; i < fl.size(); ++i) order[i] = {fl[i].t0, uint32_t(i)};
   std::sort(order.begin(), order.end());
   for (const auto& [t0, i] : order) {
     const Flow& f = fl[i];
-    const topology::Route& r = t.route(f.src_gpu, f.dst_gpu);
+    const topology::Route& r = *f.route;
     if (r.links.empty() || f.bytes <= 0) continue;
     ClassAcc& c = cls[r.inter_node ? 1 : 0];
     c.bytes += f.bytes;
