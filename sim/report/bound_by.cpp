@@ -242,12 +242,17 @@ BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const 
   const auto& links = t.links();
   std::vector<LinkAcc> acc(links.size());
   std::vector<std::string> kinds(links.size());
+  std::vector<uint8_t> kind_id(links.size());  // index into kind_names (sorted: the order notes list kinds in)
+  const std::array<std::string, 4> kind_names{"fabric", "nic", "nvlink", "pcie"};
   std::vector<double> rate(links.size());
-  for (size_t i = 0; i < links.size(); ++i) kinds[i] = link_kind(t, links[i]), rate[i] = m.link_rate_Bps(links[i]);
+  for (size_t i = 0; i < links.size(); ++i) {
+    kinds[i] = link_kind(t, links[i]), rate[i] = m.link_rate_Bps(links[i]);
+    kind_id[i] = uint8_t(std::find(kind_names.begin(), kind_names.end(), kinds[i]) - kind_names.begin());
+  }
   struct ClassAcc {
     double bytes = 0;
-    std::map<std::string, double> capped;  // kind -> bytes it caps
-    std::vector<char> uses;                // per link: some route of the class crosses it
+    std::array<double, 4> capped{};  // per kind_names entry: bytes it caps
+    std::vector<char> uses;          // per link: some route of the class crosses it
   };
   std::array<ClassAcc, 2> cls;
   for (auto& c : cls) c.uses.assign(links.size(), 0);
@@ -275,7 +280,7 @@ BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const 
       c.uses[size_t(id)] = 1;
       if (rate[size_t(id)] < rate[size_t(slowest)]) slowest = id;  // the first on ties, in route order
     }
-    c.capped[kinds[size_t(slowest)]] += f.bytes;
+    c.capped[kind_id[size_t(slowest)]] += f.bytes;
   }
   for (size_t i = 0; i < links.size(); ++i) {
     LinkAcc& a = acc[i];
@@ -320,15 +325,17 @@ BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const 
     TrafficCap cap;
     cap.inter_node = inter == 1;
     cap.bytes = c.bytes;
-    for (const auto& [kind, bytes] : c.capped)
-      if (bytes > cap.capped_share) cap.capped_by = kind, cap.capped_share = bytes;  // map order: ties go to the first name
+    for (size_t k = 0; k < kind_names.size(); ++k)
+      if (c.capped[k] > cap.capped_share) cap.capped_by = kind_names[k], cap.capped_share = c.capped[k];  // ties: the first name
     cap.capped_share /= c.bytes;
     std::map<std::string, const LinkLoad*> busiest;  // b.links is busiest first: the first seen per kind
     for (const LinkLoad& l : b.links)
       if (c.uses[size_t(l.link)]) busiest.try_emplace(l.kind, &l);
     for (const auto& [kind, l] : busiest)
       cap.kinds.push_back({kind, l->name, l->rate_GBps, l->utilisation, l->busy_utilisation, l->ring_utilisation,
-                           c.capped.count(kind) ? c.capped.at(kind) / c.bytes : 0.0, kind == cap.capped_by,
+                           c.capped[size_t(std::find(kind_names.begin(), kind_names.end(), kind) - kind_names.begin())] /
+                               c.bytes,
+                           kind == cap.capped_by,
                            l->busy_utilisation >= kSaturatedUtilisation});
     std::stable_partition(cap.kinds.begin(), cap.kinds.end(), [](const TrafficKind& k) { return k.bottleneck; });
     // The note: what caps it, at what load, and which faster kinds on the same routes are not the bottleneck.
