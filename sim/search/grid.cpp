@@ -134,9 +134,28 @@ std::vector<GridPoint> load_grid(const Grid& grid, const ConfigStore& store, con
       first_ok = p.index;
       break;
     }
-  if (first_ok < 0)
+  if (first_ok < 0) {
+    // Nothing loads. When the experiment loads without the grid, blame the
+    // first value that breaks it alone.
+    bool base_loads = true;
+    try {
+      (void)load_experiment(store, file, sets);
+    } catch (const ConfigError&) {
+      base_loads = false;
+    }
+    for (size_t k = 0; k < axes.size() && base_loads; ++k)
+      for (const std::string& v : axes[k].values) {
+        std::vector<std::string> alone = sets;
+        alone.push_back(axes[k].key + "=" + v);
+        try {
+          (void)load_experiment(store, file, alone);
+        } catch (const ConfigError& err) {
+          throw ConfigError(fmt::format("--grid {}: value \"{}\": {}", axes[k].spec, v, err.what()));
+        }
+      }
     throw ConfigError(fmt::format("--grid: no point of the grid loads; the first ({}): {}",
                                   fmt::join(grid.assignments(0), " "), points[0].error));
+  }
   const std::vector<int> ok_idx = grid.value_indices(first_ok);
   for (size_t k = 0; k < axes.size(); ++k)
     for (int v = 0; v < static_cast<int>(axes[k].values.size()); ++v) {
