@@ -2,6 +2,8 @@
 
 #include <functional>
 
+#include "sim/memory/memory_model.hpp"
+
 namespace rm::search {
 
 namespace {
@@ -23,6 +25,9 @@ const std::vector<Metric>& metrics() {
       {"compute_s", [](const Outcome& o) { return o.report.breakdown.mean.compute_s; }},
       {"exposed_comm_s", [](const Outcome& o) { return o.report.breakdown.mean.exposed_comm_s; }},
       {"idle_s", [](const Outcome& o) { return o.report.breakdown.mean.idle_s; }},
+      // memory::to_json's figures, so they read as simulate --json's memory.peak_GB and memory.oom.
+      {"memory_peak_GB", [](const Outcome& o) { return nlohmann::ordered_json(memory::to_json(o.report.memory)["peak_GB"]); }},
+      {"memory_oom", [](const Outcome& o) { return o.report.memory.oom; }},
       {"gpus", [](const Outcome& o) { return o.report.gpus; }},
       {"ops", [](const Outcome& o) { return o.ops; }},
       {"generator", [](const Outcome& o) { return o.generator; }},

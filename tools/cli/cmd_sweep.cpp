@@ -85,7 +85,7 @@ std::string text_report(const search::Grid& grid, const std::vector<nlohmann::or
                         const std::string& engine, const std::string& out) {
   std::vector<std::string> header{"point"};
   for (const auto& a : grid.axes()) header.push_back(a.key);
-  for (const char* h : {"step", "tokens/s", "MFU", "HFU", "imbalance", "compute", "exposed comm", "idle"})
+  for (const char* h : {"step", "tokens/s", "MFU", "HFU", "imbalance", "compute", "exposed comm", "idle", "memory/GPU"})
     header.emplace_back(h);
   Table t(header);
   std::string errors;
@@ -106,11 +106,13 @@ std::string text_report(const search::Grid& grid, const std::vector<nlohmann::or
       cells.push_back(number(r["compute_s"], "{:.4g} s"));
       cells.push_back(number(r["exposed_comm_s"], "{:.4g} s"));
       cells.push_back(number(r["idle_s"], "{:.4g} s"));
+      cells.push_back((r["memory_oom"] == true ? "OOM " : "") + number(r["memory_peak_GB"], "{:.1f} GB"));
     }
     t.row(std::move(cells));
   }
   std::string text = fmt::format("sweep: {} points over {} grid key(s), engine {}; imbalance = worker ratio, "
-                                 "compute / exposed comm / idle = mean per GPU\n\n",
+                                 "compute / exposed comm / idle = mean per GPU, "
+                                 "OOM = peak memory above the GPU's\n\n",
                                  rows.size(), grid.axes().size(), engine);
   text += t.str();
   if (failed > 0) text += fmt::format("\n{} of {} points cannot run:\n{}", failed, rows.size(), errors);
