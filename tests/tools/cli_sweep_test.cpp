@@ -207,6 +207,21 @@ TEST(CliSweep, BadInputIsOneLineExitTwoAndNoCsv) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CliSweep, OutDashPrintsTheCsvInsteadOfTheTable) {
+  const auto dir = temp_dir("cli_sweep_dash");
+  const std::string csv = (dir / "rows.csv").string();
+  auto file = run_cli("sweep --quiet" + kBase + " --grid parallel.partition=zigzag,stripe --out " + csv);
+  auto dash = run_cli("sweep --quiet" + kBase + " --grid parallel.partition=zigzag,stripe --out -");
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  ASSERT_EQ(dash.exit_code, 0) << dash.err;
+  EXPECT_EQ(dash.out, slurp(csv));
+  auto both = run_cli("sweep --quiet --json" + kBase + " --grid parallel.partition=zigzag,stripe --out -");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.err, HasSubstr("--out -: standard output already carries the --json document"));
+  EXPECT_EQ(both.out, "");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliSweep, HelpNamesTheOptions) {
   auto r = run_cli("sweep --help");
   ASSERT_EQ(r.exit_code, 0);

@@ -125,6 +125,8 @@ void run(const Options& o, const MpiWorld& world) {
   const auto kind = engine::parse_engine_kind(o.engine);
   if (!kind) throw ConfigError(fmt::format("--engine: expected analytic or simgrid, got \"{}\"", o.engine));
   if (o.jobs < 0) throw ConfigError(fmt::format("--jobs: expected 0 (every core) or more, got {}", o.jobs));
+  if (o.out == "-" && o.exp.json)
+    throw ConfigError("--out -: standard output already carries the --json document; give --out a file");
   std::vector<search::GridAxis> axes;
   for (const auto& g : o.grid) axes.push_back(search::parse_grid_axis(g));
   const search::Grid grid(std::move(axes));
@@ -160,7 +162,7 @@ void run(const Options& o, const MpiWorld& world) {
     std::puts(j.dump(2).c_str());
     return;
   }
-  std::fputs(text_report(grid, rows, o.engine, o.out).c_str(), stdout);
+  if (o.out != "-") std::fputs(text_report(grid, rows, o.engine, o.out).c_str(), stdout);
 }
 
 }  // namespace
@@ -176,7 +178,7 @@ void register_sweep(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--engine", o->engine, "analytic (fast list scheduler) or simgrid (flow-level contention)")
       ->capture_default_str();
-  cmd->add_option("--out", o->out, "Write the rows as CSV to this file (written whole at the end, or not at all)");
+  cmd->add_option("--out", o->out, "Write the rows as CSV to this file (written whole at the end, or not at all); - = standard output, instead of the table");
   cmd->add_option("--jobs", o->jobs, "Worker threads per process; 0 = every core (shared by the ranks of a machine)")
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
