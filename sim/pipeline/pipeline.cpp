@@ -64,9 +64,11 @@ Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::
 
 Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const topology::Topology& topo,
                              engine::EngineKind kind) {
-  traces::Timeline tl = engine::simulate(s, topo, cost::CostModel::for_experiment(e), kind);
+  const cost::CostModel cost = cost::CostModel::for_experiment(e);
+  traces::Timeline tl = engine::simulate(s, topo, cost, kind);
   tl.metadata["experiment"] = e.name;
   report::StepReport rep = report::make_step_report(e, s, tl);
+  rep.bound_by = report::bound_by(s, tl, topo, cost, rep.critical_path, rep.imbalance.step_measured);
   return {std::move(s), std::move(tl), std::move(rep)};
 }
 

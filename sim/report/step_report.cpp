@@ -185,7 +185,7 @@ nlohmann::json to_json(const StepReport& r) {
                        {"seconds", sh.seconds},
                        {"ops", sh.ops}});
   const CriticalPath& cp = r.critical_path;
-  return {
+  nlohmann::json j = {
       {"step_time_s", r.step_time_s},
       {"tokens_per_s", r.tokens_per_s},
       {"gpus", r.gpus},
@@ -211,6 +211,8 @@ nlohmann::json to_json(const StepReport& r) {
         {"by_kind", by_kind}}},
       {"memory", memory::to_json(r.memory)},
   };
+  if (r.bound_by) j["bound_by"] = to_json(*r.bound_by);
+  return j;
 }
 
 namespace {
@@ -308,6 +310,10 @@ std::string to_text(const StepReport& r) {
     out += fmt::format("  ({} more kind/phase pairs in the JSON)\n", cp.by_kind.size() - kTextPathKinds);
   out += '\n';
   out += memory::to_text(r.memory);
+  if (r.bound_by) {
+    out += '\n';
+    out += to_text(*r.bound_by, r.step_time_s);
+  }
   return out;
 }
 

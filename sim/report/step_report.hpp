@@ -6,6 +6,7 @@
 // figure.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 
 #include "sim/config/experiment.hpp"
 #include "sim/memory/memory_model.hpp"
+#include "sim/report/bound_by.hpp"
 #include "sim/report/critical_path.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "traces/timeline.hpp"
@@ -63,6 +65,9 @@ struct StepReport {
   Imbalance imbalance;
   CriticalPath critical_path;
   memory::MemoryReport memory;  // per-GPU memory of the configuration's training step (sim/memory/)
+  // What bounds the step (bound_by.hpp); filled where the Topology is known
+  // (pipeline::simulate_schedule), absent from make_step_report alone.
+  std::optional<BoundBy> bound_by;
 };
 
 StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, const traces::Timeline& tl);
@@ -71,7 +76,8 @@ StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, co
 // mfu, hfu, dense_equivalent_speedup, gpus, breakdown {per_rank [...], mean,
 // min, max}, imbalance {worker, step, step_measured}, critical_path {length_s,
 // ops, op_ids, compute_s, communication_s, waiting_s, by_kind [...]},
-// memory {peak_GB, capacity_GB, oom, terms {...}, ...} (memory::to_json).
+// memory {peak_GB, capacity_GB, oom, terms {...}, ...} (memory::to_json), and
+// bound_by {...} (bound_by.hpp) when it was filled.
 nlohmann::json to_json(const StepReport& r);
 
 // A human summary with aligned tables. Above 8 ranks the rank table shows the

@@ -28,6 +28,10 @@ const std::vector<Metric>& metrics() {
       // memory::to_json's figures, so they read as simulate --json's memory.peak_GB and memory.oom.
       {"memory_peak_GB", [](const Outcome& o) { return nlohmann::ordered_json(memory::to_json(o.report.memory)["peak_GB"]); }},
       {"memory_oom", [](const Outcome& o) { return o.report.memory.oom; }},
+      // bound_by.hpp's one-cell verdict ("compute", "link pcie ... 80%", "imbalance 46%", ...).
+      {"bound_by", [](const Outcome& o) {
+         return o.report.bound_by ? nlohmann::ordered_json(report::brief(*o.report.bound_by)) : nlohmann::ordered_json();
+       }},
       {"gpus", [](const Outcome& o) { return o.report.gpus; }},
       {"ops", [](const Outcome& o) { return o.ops; }},
       {"generator", [](const Outcome& o) { return o.generator; }},

@@ -165,7 +165,7 @@ TEST(SweepTable, ColumnsAreThePointTheGridKeysTheMetricsAndTheError) {
   want.push_back("error");
   EXPECT_EQ(sweep_columns(g), want);
   for (const char* m : {"step_time_s", "tokens_per_s", "mfu", "hfu", "imbalance_worker", "imbalance_step",
-                        "compute_s", "exposed_comm_s", "idle_s", "memory_peak_GB", "memory_oom", "ops"})
+                        "compute_s", "exposed_comm_s", "idle_s", "memory_peak_GB", "memory_oom", "bound_by", "ops"})
     EXPECT_NE(std::find(want.begin(), want.end(), m), want.end()) << m;
 }
 

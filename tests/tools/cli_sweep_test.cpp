@@ -87,6 +87,7 @@ TEST(CliSweep, EveryRowIsSimulateJsonOfItsPointToTheDigit) {
     EXPECT_EQ(row[col("idle_s")], j["breakdown"]["mean"]["idle_s"].dump()) << p;
     EXPECT_EQ(row[col("memory_peak_GB")], j["memory"]["peak_GB"].dump()) << p;
     EXPECT_EQ(row[col("memory_oom")], j["memory"]["oom"].dump()) << p;
+    EXPECT_EQ(row[col("bound_by")], j["bound_by"]["brief"].get<std::string>()) << p;
     EXPECT_EQ(row[col("gpus")], j["gpus"].dump()) << p;
     EXPECT_EQ(row[col("ops")], j["ops"].dump()) << p;
     EXPECT_EQ(row[col("generator")], j["generator"].get<std::string>()) << p;

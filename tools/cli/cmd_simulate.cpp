@@ -61,6 +61,12 @@ void run(const Options& o) {
   if (o.exp.json) {
     nlohmann::json j = report::to_json(rep);
     j["experiment"] = summary_json(e);
+    // The --set overrides as given (key -> value, the last one wins): what `ringmaster diff`
+    // shows of inputs the experiment summary does not echo (cluster fields, kernel rates).
+    nlohmann::json overrides = nlohmann::json::object();
+    for (const std::string& set : o.exp.sets)
+      if (const size_t eq = set.find('='); eq != std::string::npos) overrides[set.substr(0, eq)] = set.substr(eq + 1);
+    j["overrides"] = overrides;
     j["engine"] = o.engine;
     j["generator"] = s.generator;
     j["ops"] = s.ops.size();

@@ -85,7 +85,7 @@ std::string text_report(const search::Grid& grid, const std::vector<nlohmann::or
                         const std::string& engine, const std::string& out) {
   std::vector<std::string> header{"point"};
   for (const auto& a : grid.axes()) header.push_back(a.key);
-  for (const char* h : {"step", "tokens/s", "MFU", "HFU", "imbalance", "compute", "exposed comm", "idle", "memory/GPU"})
+  for (const char* h : {"step", "tokens/s", "MFU", "HFU", "imbalance", "compute", "exposed comm", "idle", "memory/GPU", "bound by"})
     header.emplace_back(h);
   Table t(header);
   std::string errors;
@@ -107,6 +107,7 @@ std::string text_report(const search::Grid& grid, const std::vector<nlohmann::or
       cells.push_back(number(r["exposed_comm_s"], "{:.4g} s"));
       cells.push_back(number(r["idle_s"], "{:.4g} s"));
       cells.push_back((r["memory_oom"] == true ? "OOM " : "") + number(r["memory_peak_GB"], "{:.1f} GB"));
+      cells.push_back(search::csv_cell_text(r["bound_by"]));
     }
     t.row(std::move(cells));
   }

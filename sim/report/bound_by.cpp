@@ -1,0 +1,507 @@
+#include "sim/report/bound_by.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "sim/schedule/comm_matching.hpp"
+
+namespace rm::report {
+
+using schedule::Op;
+using schedule::OpId;
+using schedule::OpKind;
+using schedule::Phase;
+
+std::string_view to_string(BoundKind k) {
+  switch (k) {
+    case BoundKind::compute: return "compute";
+    case BoundKind::link: return "link";
+    case BoundKind::imbalance: return "imbalance";
+    case BoundKind::latency: return "latency";
+    case BoundKind::empty: return "empty";
+  }
+  return "empty";
+}
+
+std::string link_kind(const topology::Topology& t, const topology::Link& l) {
+  switch (l.cls) {
+    case topology::LinkClass::nvlink: return "nvlink";
+    case topology::LinkClass::pcie: return "pcie";
+    case topology::LinkClass::network: break;
+  }
+  // Network links that touch a NIC are its port; the others join switches.
+  for (int v : {l.from, l.to})
+    if (t.vertex_name(v).find("/nic") != std::string::npos) return "nic";
+  return "fabric";
+}
+
+namespace {
+
+// One transfer as the report sees it: bytes between two GPUs within [t0, t1].
+struct Flow {
+  int src_gpu = 0, dst_gpu = 0;
+  double bytes = 0, t0 = 0, t1 = 0;
+  Phase phase = Phase::forward;
+  bool critical = false;
+  bool ring = false;  // of a ring-step op (step >= 0)
+};
+
+// The transfers of a Timeline: one per matched send/recv pair, one per
+// (sender, receiver) pair of each collective call's plan. A transfer runs
+// once both sides are posted (the later start) and ends by the earlier end of
+// the ops it touches (each ends with its last transfer).
+std::vector<Flow> flows(const schedule::Schedule& s, const std::vector<const traces::Event*>& ev,
+                        const std::vector<char>& on_path) {
+  const schedule::CommMatching match = schedule::match_comms(s);
+  std::vector<Flow> out;
+  auto gpu = [&](int rank) { return s.ranks[size_t(rank)].gpu; };
+  for (const Op& op : s.ops) {
+    if (op.kind != OpKind::send) continue;
+    const OpId peer = match.partner[size_t(op.id)];
+    if (peer < 0 || !ev[size_t(op.id)] || !ev[size_t(peer)]) continue;
+    const traces::Event &a = *ev[size_t(op.id)], &b = *ev[size_t(peer)];
+    const double t0 = std::max(a.start_s, b.start_s);
+    out.push_back({gpu(op.rank), gpu(s.ops[size_t(peer)].rank), double(op.bytes), t0,
+                   std::max(t0, std::min(a.end_s, b.end_s)), op.phase,
+                   on_path[size_t(op.id)] || on_path[size_t(peer)], op.step >= 0});
+  }
+  std::vector<uint32_t> order;
+  for (const auto& call : match.calls) {
+    if (call.empty() || std::any_of(call.begin(), call.end(), [&](OpId id) { return id < 0 || !ev[size_t(id)]; }))
+      continue;
+    const Op& first = s.ops[size_t(call.front())];
+    int root = 0;  // the broadcast root's member index, as engine::plan_call resolves it
+    if (first.kind == OpKind::broadcast) {
+      const auto& members = s.groups[size_t(first.group)].ranks;
+      root = int(std::find(members.begin(), members.end(), first.peer) - members.begin());
+    }
+    double t0 = ev[size_t(call.front())]->start_s;
+    bool critical = false;
+    for (OpId id : call) t0 = std::max(t0, ev[size_t(id)]->start_s), critical = critical || on_path[size_t(id)];
+    // Bytes per (sender, receiver): the plan's transfers sorted by pair, runs summed in plan order.
+    const auto plan = cost::CostModel::plan_collective(first.kind, int(call.size()), double(first.bytes), root);
+    order.resize(plan.size());
+    for (size_t i = 0; i < plan.size(); ++i) order[i] = uint32_t(i);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+      return std::pair{plan[x].src, plan[x].dst} < std::pair{plan[y].src, plan[y].dst};
+    });
+    for (size_t i = 0; i < order.size();) {
+      const int src = plan[order[i]].src, dst = plan[order[i]].dst;
+      double bytes = 0;
+      for (; i < order.size() && plan[order[i]].src == src && plan[order[i]].dst == dst; ++i) bytes += plan[order[i]].bytes;
+      const traces::Event &a = *ev[size_t(call[size_t(src)])], &b = *ev[size_t(call[size_t(dst)])];
+      out.push_back({gpu(a.rank), gpu(b.rank), bytes, t0, std::max(t0, std::min(a.end_s, b.end_s)), first.phase,
+                     critical, first.step >= 0});
+    }
+  }
+  return out;
+}
+
+// The union length of intervals fed in start order, as a running merge.
+struct Run {
+  double lo = 0, hi = 0, total = 0;
+  bool open = false;
+  void add(double a, double b) {
+    if (open && a <= hi) {
+      hi = std::max(hi, b);
+      return;
+    }
+    if (open) total += hi - lo;
+    lo = a, hi = b, open = true;
+  }
+  double length() const { return open ? total + hi - lo : total; }
+};
+
+struct LinkAcc {
+  double bytes = 0, ring_bytes = 0;
+  std::array<double, schedule::kPhaseCount> phase_bytes{};
+  Run busy, critical, ring;
+  std::array<Run, schedule::kPhaseCount> phase_busy;
+};
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+using Interval = std::pair<double, double>;
+
+// The union of the intervals as disjoint intervals in order (v sorted in place).
+std::vector<Interval> merged(std::vector<Interval>& v) {
+  // One stream's events come in start order: sort only what interleaves streams.
+  auto by_start = [](const Interval& x, const Interval& y) { return x.first < y.first; };
+  if (!std::is_sorted(v.begin(), v.end(), by_start)) std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const auto& [a, b] : v) {
+    if (!out.empty() && a <= out.back().second) out.back().second = std::max(out.back().second, b);
+    else out.emplace_back(a, b);
+  }
+  return out;
+}
+
+double length(const std::vector<Interval>& u) {
+  double total = 0;
+  for (const auto& [a, b] : u) total += b - a;
+  return total;
+}
+
+// Length of x minus y, both disjoint and in order.
+double minus_length(const std::vector<Interval>& x, const std::vector<Interval>& y) {
+  double out = 0;
+  size_t j = 0;
+  for (const auto& [a, b] : x) {
+    double covered = 0;
+    while (j < y.size() && y[j].second <= a) ++j;
+    for (size_t k = j; k < y.size() && y[k].first < b; ++k)
+      covered += std::min(b, y[k].second) - std::max(a, y[k].first);
+    out += (b - a) - covered;
+  }
+  return out;
+}
+
+std::vector<PhaseBound> phase_bounds(const schedule::Schedule& s, const traces::Timeline& tl, const CriticalPath& cp) {
+  const size_t R = s.ranks.size();
+  constexpr size_t P = schedule::kPhaseCount;
+  // Per rank: every compute interval, and per phase its compute and communication intervals.
+  std::vector<std::vector<Interval>> compute(R);
+  std::vector<std::array<std::vector<Interval>, P>> phase_compute(R), phase_comm(R);
+  std::array<bool, P> seen{};
+  for (const traces::Event& e : tl.events) {
+    const schedule::Stream* st = s.find_stream(e.rank, e.stream);
+    // The event's own phase: the Schedule's op would be a cache miss per event.
+    const auto phase = schedule::parse_phase(e.phase);
+    if (!st || !phase) continue;
+    const size_t r = size_t(e.rank), p = size_t(*phase);
+    seen[p] = true;
+    if (st->kind == schedule::StreamKind::compute) {
+      compute[r].emplace_back(e.start_s, e.end_s);
+      phase_compute[r][p].emplace_back(e.start_s, e.end_s);
+    } else {
+      phase_comm[r][p].emplace_back(e.start_s, e.end_s);
+    }
+  }
+  std::vector<PhaseBound> out;
+  std::vector<std::vector<Interval>> compute_union(R);
+  for (size_t r = 0; r < R; ++r) compute_union[r] = merged(compute[r]);
+  for (size_t p = 0; p < P; ++p) {
+    if (!seen[p]) continue;
+    PhaseBound b;
+    b.phase = Phase(p);
+    for (size_t r = 0; r < R; ++r) {
+      const double c = length(merged(phase_compute[r][p]));
+      // The phase's communication while no compute stream of the rank runs is exposed.
+      const double x = minus_length(merged(phase_comm[r][p]), compute_union[r]);
+      b.compute_mean_s += c / double(R);
+      b.exposed_comm_mean_s += x / double(R);
+      b.compute_max_s = std::max(b.compute_max_s, c);
+      b.exposed_comm_max_s = std::max(b.exposed_comm_max_s, x);
+    }
+    for (const CriticalPathShare& sh : cp.by_kind)
+      if (sh.phase == b.phase) (schedule::is_compute(sh.kind) ? b.critical_compute_s : b.critical_comm_s) += sh.seconds;
+    out.push_back(b);
+  }
+  return out;
+}
+
+std::string pct(double f) { return fmt::format("{:.0f}%", 100 * f); }
+
+std::string kind_label(const std::string& kind) {
+  if (kind == "nvlink") return "NVLink";
+  if (kind == "pcie") return "PCIe";
+  if (kind == "nic") return "NIC";
+  return "fabric";
+}
+
+}  // namespace
+
+BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const topology::Topology& t,
+                 const cost::CostModel& m, const CriticalPath& cp, double step_imbalance) {
+  BoundBy b;
+  std::vector<const traces::Event*> ev(s.ops.size(), nullptr);
+  double begin = tl.events.empty() ? 0.0 : tl.events.front().start_s, end = begin;
+  for (const traces::Event& x : tl.events) {
+    begin = std::min(begin, x.start_s), end = std::max(end, x.end_s);  // the makespan, in the same pass
+    if (x.op >= 0 && size_t(x.op) < ev.size() && !ev[size_t(x.op)]) ev[size_t(x.op)] = &x;
+  }
+  const double step = end - begin;
+  std::vector<char> on_path(s.ops.size(), 0);
+  for (OpId id : cp.ops)
+    if (id >= 0 && size_t(id) < on_path.size()) on_path[size_t(id)] = 1;
+
+  // Links: bytes, busy intervals and critical seconds; per traffic class, bytes by the kind that caps them.
+  const auto& links = t.links();
+  std::vector<LinkAcc> acc(links.size());
+  std::vector<std::string> kinds(links.size());
+  std::vector<double> rate(links.size());
+  for (size_t i = 0; i < links.size(); ++i) kinds[i] = link_kind(t, links[i]), rate[i] = m.link_rate_Bps(links[i]);
+  struct ClassAcc {
+    double bytes = 0;
+    std::map<std::string, double> capped;  // kind -> bytes it caps
+    std::vector<char> uses;                // per link: some route of the class crosses it
+  };
+  std::array<ClassAcc, 2> cls;
+  for (auto& c : cls) c.uses.assign(links.size(), 0);
+  // In start order, so each link's busy time is a running merge of its transfers' intervals.
+  // (Sorted as small keys: the flows themselves are large.)
+  const std::vector<Flow> fl = flows(s, ev, on_path);
+  std::vector<std::pair<double, uint32_t>> order(fl.size());
+  for (size_t i = 0; i < fl.size(); ++i) order[i] = {fl[i].t0, uint32_t(i)};
+  std::sort(order.begin(), order.end());
+  for (const auto& [t0, i] : order) {
+    const Flow& f = fl[i];
+    const topology::Route& r = t.route(f.src_gpu, f.dst_gpu);
+    if (r.links.empty() || f.bytes <= 0) continue;
+    ClassAcc& c = cls[r.inter_node ? 1 : 0];
+    c.bytes += f.bytes;
+    int slowest = r.links.front();
+    for (int id : r.links) {
+      LinkAcc& a = acc[size_t(id)];
+      a.bytes += f.bytes;
+      a.phase_bytes[size_t(f.phase)] += f.bytes;
+      a.busy.add(f.t0, f.t1);
+      a.phase_busy[size_t(f.phase)].add(f.t0, f.t1);
+      if (f.critical) a.critical.add(f.t0, f.t1);
+      if (f.ring) a.ring_bytes += f.bytes, a.ring.add(f.t0, f.t1);
+      c.uses[size_t(id)] = 1;
+      if (rate[size_t(id)] < rate[size_t(slowest)]) slowest = id;  // the first on ties, in route order
+    }
+    c.capped[kinds[size_t(slowest)]] += f.bytes;
+  }
+  for (size_t i = 0; i < links.size(); ++i) {
+    LinkAcc& a = acc[i];
+    if (a.bytes <= 0) continue;
+    LinkLoad l;
+    l.link = int(i);
+    l.name = links[i].name;
+    l.kind = kinds[i];
+    l.rate_GBps = rate[i] / 1e9;
+    l.bytes = a.bytes;
+    l.critical_s = a.critical.length();
+    l.ring_bytes = a.ring_bytes;
+    l.ring_busy_s = a.ring.length();
+    l.ring_utilisation = ratio(a.ring_bytes, rate[i] * l.ring_busy_s);
+    l.busy_s = a.busy.length();
+    l.utilisation = ratio(a.bytes, rate[i] * step);
+    l.busy_utilisation = ratio(a.bytes, rate[i] * l.busy_s);
+    for (size_t p = 0; p < a.phase_bytes.size(); ++p)
+      if (a.phase_bytes[p] > 0) {
+        const double busy_p = a.phase_busy[p].length();
+        l.phases.push_back({Phase(p), a.phase_bytes[p], busy_p, ratio(a.phase_bytes[p], rate[i] * busy_p)});
+      }
+    b.links.push_back(std::move(l));
+  }
+  std::stable_sort(b.links.begin(), b.links.end(),
+                   [](const LinkLoad& x, const LinkLoad& y) { return x.utilisation > y.utilisation; });
+
+  std::map<std::string, KindLoad> per_kind;
+  for (const LinkLoad& l : b.links) {
+    KindLoad& k = per_kind.try_emplace(l.kind, KindLoad{l.kind, 0, 0, l.name, l.utilisation, l.busy_utilisation}).first->second;
+    ++k.links;
+    k.bytes += l.bytes;
+  }
+  for (auto& [name, k] : per_kind) b.kinds.push_back(std::move(k));
+
+  // What caps each traffic class, and the busiest link of every kind its routes cross.
+  std::vector<int> index_of(links.size(), -1);
+  for (size_t i = 0; i < b.links.size(); ++i) index_of[size_t(b.links[i].link)] = int(i);
+  for (int inter = 0; inter < 2; ++inter) {
+    const ClassAcc& c = cls[size_t(inter)];
+    if (c.bytes <= 0) continue;
+    TrafficCap cap;
+    cap.inter_node = inter == 1;
+    cap.bytes = c.bytes;
+    for (const auto& [kind, bytes] : c.capped)
+      if (bytes > cap.capped_share) cap.capped_by = kind, cap.capped_share = bytes;  // map order: ties go to the first name
+    cap.capped_share /= c.bytes;
+    std::map<std::string, const LinkLoad*> busiest;  // b.links is busiest first: the first seen per kind
+    for (const LinkLoad& l : b.links)
+      if (c.uses[size_t(l.link)]) busiest.try_emplace(l.kind, &l);
+    for (const auto& [kind, l] : busiest)
+      cap.kinds.push_back({kind, l->name, l->rate_GBps, l->utilisation, l->busy_utilisation, l->ring_utilisation,
+                           c.capped.count(kind) ? c.capped.at(kind) / c.bytes : 0.0, kind == cap.capped_by});
+    std::stable_partition(cap.kinds.begin(), cap.kinds.end(), [](const TrafficKind& k) { return k.bottleneck; });
+    // The note: what caps it, at what load, and which faster kinds on the same routes are not the bottleneck.
+    const TrafficKind& top = cap.kinds.front();
+    auto ring = [](const TrafficKind& k) {
+      return k.ring_utilisation > 0 ? fmt::format(" ({} during the ring steps)", pct(k.ring_utilisation)) : std::string();
+    };
+    std::string note = fmt::format("{} traffic ({:.1f} GB): {:.0f}% of it capped by {} ({}, {:.3g} GB/s effective) at "
+                                   "{} while busy{}, {} of the step",
+                                   cap.inter_node ? "inter-node" : "intra-node", cap.bytes / 1e9,
+                                   100 * cap.capped_share, kind_label(top.kind), top.link, top.rate_GBps,
+                                   pct(top.busy_utilisation), ring(top), pct(top.utilisation));
+    for (size_t k = 1; k < cap.kinds.size(); ++k) {
+      const TrafficKind& o = cap.kinds[k];
+      note += fmt::format("; {} {} ({:.3g} GB/s) at {} while busy{}: {}", kind_label(o.kind), o.link, o.rate_GBps,
+                          pct(o.busy_utilisation), ring(o),
+                          o.capped_share > 0 ? fmt::format("caps {:.0f}% of these bytes", 100 * o.capped_share)
+                                             : fmt::format("the {} is not the bottleneck", kind_label(o.kind)));
+    }
+    b.notes.push_back(note);
+    b.traffic.push_back(std::move(cap));
+  }
+
+  b.phases = phase_bounds(s, tl, cp);
+  for (const CriticalPathShare& sh : cp.by_kind)
+    if (sh.kind == OpKind::attn_fwd || sh.kind == OpKind::attn_bwd) b.attention_critical_s += sh.seconds;
+  if (step_imbalance > 1) b.imbalance_lost_s = b.attention_critical_s * (1 - 1 / step_imbalance);
+
+  // The verdict, from the critical path.
+  const double len = cp.length_s;
+  b.critical_length_s = len;
+  if (len <= 0 || cp.ops.empty()) {
+    b.verdict = "empty: the Timeline has no critical path";
+    return b;
+  }
+  if (cp.communication_s > cp.compute_s) {
+    // The link that the critical path's transfers load most: seconds crossing it x how full it runs.
+    double best = 0;
+    for (size_t i = 0; i < b.links.size(); ++i) {
+      const double score = b.links[i].critical_s * b.links[i].busy_utilisation;
+      if (score > best) best = score, b.bottleneck = int(i);
+    }
+    const std::string share = fmt::format("communication holds {} of the critical path", pct(cp.communication_s / len));
+    if (b.bottleneck >= 0 && b.links[size_t(b.bottleneck)].busy_utilisation >= kLinkBoundUtilisation) {
+      const LinkLoad& l = b.links[size_t(b.bottleneck)];
+      b.kind = BoundKind::link;
+      b.verdict = fmt::format("bound by {} link {}: {} while busy ({:.3g} GB/s effective); {}", kind_label(l.kind),
+                              l.name, pct(l.busy_utilisation), l.rate_GBps, share);
+    } else {
+      b.kind = BoundKind::latency;
+      b.verdict = b.bottleneck >= 0
+                      ? fmt::format("latency-bound: {}, but its busiest link ({}) runs {} full while busy", share,
+                                    b.links[size_t(b.bottleneck)].name, pct(b.links[size_t(b.bottleneck)].busy_utilisation))
+                      : fmt::format("latency-bound: {}, on no link (local copies)", share);
+    }
+    return b;
+  }
+  if (b.imbalance_lost_s >= kImbalanceBoundShare * len) {
+    b.kind = BoundKind::imbalance;
+    b.verdict = fmt::format("bound by imbalance: the slowest rank's attention costs ~{} of the step (step-level "
+                            "imbalance {:.3f} on {:.3g} s of attention on the critical path)",
+                            pct(b.imbalance_lost_s / len), step_imbalance, b.attention_critical_s);
+    return b;
+  }
+  b.kind = BoundKind::compute;
+  b.verdict = fmt::format("compute-bound: compute holds {} of the critical path, communication {}",
+                          pct(cp.compute_s / len), pct(cp.communication_s / len));
+  return b;
+}
+
+namespace {
+
+nlohmann::json link_json(const LinkLoad& l) {
+  nlohmann::json phases = nlohmann::json::array();
+  for (const LinkPhaseLoad& p : l.phases)
+    phases.push_back({{"phase", schedule::to_string(p.phase)}, {"bytes", p.bytes}, {"busy_s", p.busy_s},
+                      {"utilisation", p.utilisation}});
+  return {{"name", l.name},
+          {"kind", l.kind},
+          {"rate_GBps", l.rate_GBps},
+          {"bytes", l.bytes},
+          {"busy_s", l.busy_s},
+          {"utilisation", l.utilisation},
+          {"busy_utilisation", l.busy_utilisation},
+          {"critical_s", l.critical_s},
+          {"phases", phases},
+          {"ring_steps", {{"bytes", l.ring_bytes}, {"busy_s", l.ring_busy_s}, {"utilisation", l.ring_utilisation}}}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const BoundBy& b) {
+  nlohmann::json links = nlohmann::json::array();
+  for (size_t i = 0; i < b.links.size() && i < kMaxJsonLinks; ++i) links.push_back(link_json(b.links[i]));
+  nlohmann::json link_kinds = nlohmann::json::array();
+  for (const KindLoad& k : b.kinds)
+    link_kinds.push_back({{"kind", k.kind}, {"links", k.links}, {"bytes", k.bytes}, {"busiest", k.busiest},
+                     {"utilisation", k.utilisation}, {"busy_utilisation", k.busy_utilisation}});
+  nlohmann::json traffic = nlohmann::json::array();
+  for (const TrafficCap& c : b.traffic) {
+    nlohmann::json kinds = nlohmann::json::array();
+    for (const TrafficKind& k : c.kinds)
+      kinds.push_back({{"kind", k.kind}, {"link", k.link}, {"rate_GBps", k.rate_GBps}, {"utilisation", k.utilisation},
+                       {"busy_utilisation", k.busy_utilisation}, {"ring_utilisation", k.ring_utilisation},
+                       {"capped_share", k.capped_share},
+                       {"bottleneck", k.bottleneck}});
+    traffic.push_back({{"traffic", c.inter_node ? "inter_node" : "intra_node"}, {"bytes", c.bytes},
+                       {"capped_by", c.capped_by}, {"capped_share", c.capped_share}, {"kinds", kinds}});
+  }
+  nlohmann::json phases = nlohmann::json::array();
+  for (const PhaseBound& p : b.phases)
+    phases.push_back({{"phase", schedule::to_string(p.phase)},
+                      {"compute_mean_s", p.compute_mean_s},
+                      {"compute_max_s", p.compute_max_s},
+                      {"exposed_comm_mean_s", p.exposed_comm_mean_s},
+                      {"exposed_comm_max_s", p.exposed_comm_max_s},
+                      {"critical_compute_s", p.critical_compute_s},
+                      {"critical_comm_s", p.critical_comm_s}});
+  return {{"kind", to_string(b.kind)},
+          {"verdict", b.verdict},
+          {"brief", brief(b)},
+          {"bottleneck", b.bottleneck >= 0 ? link_json(b.links[size_t(b.bottleneck)]) : nlohmann::json(nullptr)},
+          {"links", links},
+          {"links_total", b.links.size()},
+          {"link_kinds", link_kinds},
+          {"traffic", traffic},
+          {"phases", phases},
+          {"imbalance", {{"attention_critical_s", b.attention_critical_s}, {"lost_s", b.imbalance_lost_s}}},
+          {"notes", b.notes}};
+}
+
+std::string brief(const BoundBy& b) {
+  switch (b.kind) {
+    case BoundKind::link: {
+      const LinkLoad& l = b.links[size_t(b.bottleneck)];
+      return fmt::format("link {} {} {}", l.kind, l.name, pct(l.busy_utilisation));
+    }
+    case BoundKind::imbalance: return fmt::format("imbalance {}", pct(b.imbalance_lost_s / b.critical_length_s));
+    default: return std::string(to_string(b.kind));
+  }
+}
+
+std::string to_text(const BoundBy& b, double step_time_s) {
+  constexpr size_t kTextLinks = 5;
+  const double per_s = step_time_s >= 1 ? 1 : step_time_s >= 1e-3 ? 1e3 : 1e6;
+  const char* unit = step_time_s >= 1 ? "s" : step_time_s >= 1e-3 ? "ms" : "us";
+  auto secs = [&](double s) { return fmt::format("{:.3f} {}", s * per_s, unit); };
+  std::string out = fmt::format("bound by       {}\n", b.verdict);
+  for (const std::string& n : b.notes) out += "  " + n + "\n";
+  if (!b.links.empty()) {
+    out += fmt::format("  busiest links ({} carried traffic; utilisation = bytes / (effective rate x time))\n",
+                       b.links.size());
+    size_t w = 4;
+    for (size_t i = 0; i < b.links.size() && i < kTextLinks; ++i) w = std::max(w, b.links[i].name.size());
+    out += fmt::format("    {:<{}}  {:<6}  {:>10}  {:>9}  {:>10}  {:>9}  {:>10}  {}\n", "link", w, "kind", "GB/s eff",
+                       "of step", "busy", "when busy", "ring steps", "busiest phase");
+    for (size_t i = 0; i < b.links.size() && i < kTextLinks; ++i) {
+      const LinkLoad& l = b.links[i];
+      const LinkPhaseLoad* top = nullptr;
+      for (const LinkPhaseLoad& p : l.phases)
+        if (!top || p.bytes > top->bytes) top = &p;
+      out += fmt::format("    {:<{}}  {:<6}  {:>10.3g}  {:>9}  {:>10}  {:>9}  {:>10}  {}\n", l.name, w, l.kind,
+                         l.rate_GBps, fmt::format("{:.1f}%", 100 * l.utilisation), secs(l.busy_s),
+                         fmt::format("{:.1f}%", 100 * l.busy_utilisation),
+                         l.ring_bytes > 0 ? fmt::format("{:.1f}%", 100 * l.ring_utilisation) : std::string("-"),
+                         top ? fmt::format("{} at {:.1f}%", schedule::to_string(top->phase), 100 * top->utilisation)
+                             : std::string());
+    }
+  }
+  if (!b.phases.empty()) {
+    auto num = [&](double s) { return fmt::format("{:.3f}", s * per_s); };
+    out += fmt::format("  per phase, {} (mean / max over ranks; critical: time on the critical path)\n", unit);
+    out += fmt::format("    {:<10}  {:>19}  {:>19}  {:>16}  {:>13}\n", "phase", "compute", "exposed comm",
+                       "critical compute", "critical comm");
+    for (const PhaseBound& p : b.phases)
+      out += fmt::format("    {:<10}  {:>19}  {:>19}  {:>16}  {:>13}\n", schedule::to_string(p.phase),
+                         num(p.compute_mean_s) + " / " + num(p.compute_max_s),
+                         num(p.exposed_comm_mean_s) + " / " + num(p.exposed_comm_max_s), num(p.critical_compute_s),
+                         num(p.critical_comm_s));
+  }
+  return out;
+}
+
+}  // namespace rm::report

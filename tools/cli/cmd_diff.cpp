@@ -1,0 +1,247 @@
+// `ringmaster diff A.json B.json`: two `simulate --json` outputs side by
+// side — which inputs differ (experiment keys and --set overrides) and where
+// the time moved (step time, breakdown, per phase, critical path by kind,
+// link utilisation, the bound-by verdict). A table by default, --json for machines.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/config/json_reader.hpp"
+#include "traces/text_file.hpp"
+#include "tools/cli/cli_common.hpp"
+
+namespace rm::cli {
+
+namespace {
+
+using nlohmann::json;
+
+struct Options {
+  std::string a, b;
+  bool json = false;
+};
+
+json read_simulate_json(const std::string& path) {
+  std::string text;
+  try {
+    text = traces::read_text_file(path);
+  } catch (const std::exception& e) {
+    throw ConfigError(e.what());  // names the file
+  }
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) throw ConfigError(fmt::format("{}: not JSON (expected the output of `ringmaster simulate --json`)", path));
+  for (const char* k : {"step_time_s", "experiment", "breakdown", "critical_path"})
+    if (!j.is_object() || !j.contains(k))
+      throw ConfigError(fmt::format("{}: not a `ringmaster simulate --json` output (no key \"{}\")", path, k));
+  if (!j["step_time_s"].is_number() || !j["experiment"].is_object())
+    throw ConfigError(fmt::format("{}: not a `ringmaster simulate --json` output (step_time_s must be a number, "
+                                  "experiment an object)",
+                                  path));
+  return j;
+}
+
+// The value at a dotted path; nullopt when any step is missing or it is no number.
+std::optional<double> number_at(const json& j, const std::string& path) {
+  const json* p = &j;
+  size_t i = 0;
+  while (i <= path.size()) {
+    const size_t dot = std::min(path.find('.', i), path.size());
+    const std::string key = path.substr(i, dot - i);
+    if (!p->is_object() || !p->contains(key)) return std::nullopt;
+    p = &(*p)[key];
+    i = dot + 1;
+  }
+  if (!p->is_number()) return std::nullopt;
+  return p->get<double>();
+}
+
+// The inputs of a run: its experiment flattened to dotted keys, its engine and its --set overrides.
+std::map<std::string, std::string> inputs(const json& j) {
+  std::map<std::string, std::string> out;
+  auto flatten = [&](auto&& self, const json& v, const std::string& prefix) -> void {
+    if (v.is_object()) {
+      for (const auto& [k, x] : v.items()) self(self, x, prefix.empty() ? k : prefix + "." + k);
+      return;
+    }
+    out[prefix] = v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  flatten(flatten, j["experiment"], "");
+  if (j.contains("engine")) flatten(flatten, j["engine"], "engine");
+  if (j.contains("overrides") && j["overrides"].is_object())
+    for (const auto& [k, v] : j["overrides"].items())
+      out["--set " + k] = v.is_string() ? v.get<std::string>() : v.dump();
+  return out;
+}
+
+struct Row {
+  std::string name;
+  std::optional<double> a, b;
+};
+
+// Rows keyed by a name built from each element of an array (critical path by kind, phases, links).
+std::vector<Row> keyed_rows(const json& ja, const json& jb, const std::string& array_path, auto key_of,
+                            const std::string& value) {
+  std::map<std::string, Row> rows;
+  std::vector<std::string> order;
+  auto take = [&](const json& j, bool first) {
+    const json* p = &j;
+    size_t i = 0;
+    while (i <= array_path.size()) {
+      const size_t dot = std::min(array_path.find('.', i), array_path.size());
+      const std::string k = array_path.substr(i, dot - i);
+      if (!p->is_object() || !p->contains(k)) return;
+      p = &(*p)[k];
+      i = dot + 1;
+    }
+    if (!p->is_array()) return;
+    for (const json& e : *p) {
+      if (!e.is_object() || !e.contains(value) || !e[value].is_number()) continue;
+      const std::string k = key_of(e);
+      auto [it, fresh] = rows.try_emplace(k, Row{k, std::nullopt, std::nullopt});
+      if (fresh) order.push_back(k);
+      (first ? it->second.a : it->second.b) = e[value].get<double>();
+    }
+  };
+  take(ja, true);
+  take(jb, false);
+  std::vector<Row> out;
+  for (const auto& k : order) out.push_back(rows[k]);
+  return out;
+}
+
+// B - A; 0 where the two agree to 12 digits (sums of one figure in another
+// order differ in the last bits, which is no change).
+double change(const Row& r) {
+  const double a = r.a.value_or(0), b = r.b.value_or(0);
+  return std::abs(b - a) <= 1e-12 * std::max(std::abs(a), std::abs(b)) ? 0.0 : b - a;
+}
+
+// Largest change first (name on ties); unchanged rows dropped.
+std::vector<Row> moved(std::vector<Row> rows) {
+  std::erase_if(rows, [](const Row& r) { return change(r) == 0 && r.a.has_value() == r.b.has_value(); });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& x, const Row& y) { return std::abs(change(x)) > std::abs(change(y)); });
+  return rows;
+}
+
+json rows_json(const std::vector<Row>& rows) {
+  json out = json::array();
+  for (const Row& r : rows)
+    out.push_back({{"name", r.name},
+                   {"a", r.a ? json(*r.a) : json(nullptr)},
+                   {"b", r.b ? json(*r.b) : json(nullptr)},
+                   {"change", change(r)}});
+  return out;
+}
+
+std::string cell(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : "-"; }
+std::string relative(const Row& r) {
+  if (!r.a || !r.b || *r.a == 0) return "";
+  return fmt::format("{:+.1f}%", 100 * change(r) / std::abs(*r.a));
+}
+
+std::string rows_text(const std::string& title, const std::vector<Row>& rows) {
+  if (rows.empty()) return title + ": no change\n\n";
+  Table t({title, "A", "B", "change", "change %"});
+  for (const Row& r : rows) t.row({r.name, cell(r.a), cell(r.b), fmt::format("{:+.6g}", change(r)), relative(r)});
+  return t.str() + "\n";
+}
+
+std::string verdict_of(const json& j) {
+  if (j.contains("bound_by") && j["bound_by"].is_object() && j["bound_by"].contains("verdict"))
+    return j["bound_by"]["verdict"].get<std::string>();
+  return "(not in this file)";
+}
+
+void run(const Options& o) {
+  const json a = read_simulate_json(o.a), b = read_simulate_json(o.b);
+
+  // Inputs: every key either run has, where the two differ.
+  const auto ia = inputs(a), ib = inputs(b);
+  std::set<std::string> keys;
+  for (const auto& [k, v] : ia) keys.insert(k);
+  for (const auto& [k, v] : ib) keys.insert(k);
+  std::vector<std::array<std::string, 3>> changed;
+  for (const auto& k : keys) {
+    const auto x = ia.find(k), y = ib.find(k);
+    const std::string va = x == ia.end() ? "-" : x->second, vb = y == ib.end() ? "-" : y->second;
+    if (va != vb) changed.push_back({k, va, vb});
+  }
+
+  // Figures, in a fixed order.
+  std::vector<Row> figures;
+  for (const char* p : {"step_time_s", "tokens_per_s", "mfu", "hfu", "breakdown.mean.compute_s",
+                        "breakdown.mean.exposed_comm_s", "breakdown.mean.idle_s", "breakdown.max.compute_s",
+                        "breakdown.max.exposed_comm_s", "breakdown.max.idle_s", "imbalance.step_measured",
+                        "critical_path.compute_s", "critical_path.communication_s", "critical_path.waiting_s"})
+    figures.push_back({p, number_at(a, p), number_at(b, p)});
+  const auto by_kind = moved(keyed_rows(
+      a, b, "critical_path.by_kind",
+      [](const json& e) { return e.value("kind", std::string()) + " " + e.value("phase", std::string()); }, "seconds"));
+  std::vector<Row> phases;
+  for (const char* f : {"compute_mean_s", "exposed_comm_mean_s", "critical_compute_s", "critical_comm_s"})
+    for (Row& r : keyed_rows(a, b, "bound_by.phases",
+                             [&](const json& e) { return e.value("phase", std::string()) + " " + f; }, f))
+      phases.push_back(std::move(r));
+  // Links: the busiest of each kind, then each link both runs list (each lists only its busiest).
+  std::vector<Row> link_rows = keyed_rows(
+      a, b, "bound_by.link_kinds", [](const json& e) { return "busiest " + e.value("kind", std::string()); },
+      "utilisation");
+  for (Row& r : keyed_rows(a, b, "bound_by.links", [](const json& e) { return e.value("name", std::string()); },
+                           "utilisation"))
+    if (r.a && r.b) link_rows.push_back(std::move(r));
+  const auto links = moved(std::move(link_rows));
+
+  if (o.json) {
+    json inputs_j = json::array();
+    for (const auto& [k, va, vb] : changed) inputs_j.push_back({{"key", k}, {"a", va}, {"b", vb}});
+    const json out{{"a", o.a},
+                   {"b", o.b},
+                   {"inputs", inputs_j},
+                   {"figures", rows_json(figures)},
+                   {"phases", rows_json(moved(phases))},
+                   {"critical_path_by_kind", rows_json(by_kind)},
+                   {"link_utilisation", rows_json(links)},
+                   {"verdict", {{"a", verdict_of(a)}, {"b", verdict_of(b)}}}};
+    std::puts(out.dump(2).c_str());
+    return;
+  }
+  std::string text = fmt::format("A = {}\nB = {}\n\n", o.a, o.b);
+  if (changed.empty()) {
+    text += "inputs: identical\n\n";
+  } else {
+    Table t({"input", "A", "B"});
+    for (const auto& [k, va, vb] : changed) t.row({k, va, vb});
+    text += t.str() + "\n";
+  }
+  const Row& step = figures.front();
+  text += fmt::format("step time {} s -> {} s ({})\n\n", cell(step.a), cell(step.b),
+                      change(step) == 0 ? "unchanged" : relative(step));
+  text += rows_text("figure", figures);
+  text += rows_text("per phase (s)", moved(phases));
+  text += rows_text("critical path by kind (s)", by_kind);
+  text += rows_text("link utilisation (of the step)", links);
+  text += fmt::format("bound by\n  A: {}\n  B: {}\n", verdict_of(a), verdict_of(b));
+  std::fputs(text.c_str(), stdout);
+}
+
+}  // namespace
+
+void register_diff(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("diff", "Compare two `simulate --json` outputs: what changed and where the time moved");
+  cmd->add_option("a", o->a, "The first run's `ringmaster simulate --json` output")->required();
+  cmd->add_option("b", o->b, "The second run's")->required();
+  cmd->add_flag("--json", o->json, "Print JSON for machines instead of tables");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace rm::cli
