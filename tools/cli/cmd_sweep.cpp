@@ -152,6 +152,12 @@ void run(const Options& o, const MpiWorld& world) {
   if (!o.out.empty()) traces::write_text_file_atomic(o.out, search::sweep_csv(columns, rows));
   if (o.exp.json) {
     nlohmann::ordered_json j;
+    // The experiment the grid varies (its name and file; each row has the values that vary).
+    for (const auto& p : points)
+      if (p.experiment) {
+        j["experiment"] = {{"name", p.experiment->name}, {"source", p.experiment->source}};
+        break;
+      }
     j["engine"] = o.engine;
     nlohmann::ordered_json g = nlohmann::ordered_json::array();
     for (const auto& a : grid.axes()) g.push_back({{"key", a.key}, {"values", a.values}});
