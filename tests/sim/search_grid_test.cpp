@@ -156,6 +156,12 @@ TEST(LoadGrid, AValueNoPointCanUseIsBadInputNamingTheGridAndKey) {
   EXPECT_THAT(err({"parallel.partition=zigzag,stripe", "cluster.nic.bandwidth_Gbps=200,fast"}), HasSubstr("expected a number"));
   EXPECT_THAT(err({"parallel.cp=4,64"}), HasSubstr("--grid parallel.cp=4,64: value \"64\" fits no point"));
   EXPECT_THAT(err({"parallel.ring=ring,circle"}), HasSubstr("expected one of"));
+  // Neither the experiment nor any point loads (cp = 32 of the default on 8 GPUs): the first point's error.
+  EXPECT_THAT(error_of([] {
+                load_grid(Grid({parse_grid_axis("parallel.partition=zigzag,stripe")}), store(), "",
+                          {"cluster=h200-1x8"});
+              }),
+              HasSubstr("--grid: no point of the grid loads; the first (parallel.partition=zigzag): "));
 }
 
 TEST(SweepTable, ColumnsAreThePointTheGridKeysTheMetricsAndTheError) {

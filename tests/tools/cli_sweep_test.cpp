@@ -158,6 +158,24 @@ TEST(CliSweep, TwoMpiProcessesGiveTheSingleProcessCsv) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CliSweep, BadInputUnderMpiIsOneLineFromRankZeroAndNoCsv) {
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed (Debian: openmpi-bin)";
+  const auto dir = temp_dir("cli_sweep_mpi_bad");
+  const std::string cmd = "cd '" + dir.string() + "' && timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 '" +
+                          std::string(RINGMASTER_BIN) + "' sweep --quiet --jobs 1" + kBase +
+                          " --grid parallel.cp=abc --out rows.csv > mpi.out 2> mpi.err";
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+  const std::string err = slurp((dir / "mpi.err").string()) + slurp((dir / "mpi.out").string());
+  if (err.find("built without MPI") != std::string::npos) GTEST_SKIP() << "ringmaster built without MPI";
+  size_t lines = 0;
+  for (size_t at = err.find("ringmaster: error:"); at != std::string::npos; at = err.find("ringmaster: error:", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 1u) << err;
+  EXPECT_THAT(err, HasSubstr("$.parallel.cp: expected an integer"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "rows.csv"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliSweep, APointThatCannotRunIsARowWithItsError) {
   auto r = run_cli("sweep --quiet" + kBase + " --grid parallel.cp=8,4 --grid parallel.hp=1,2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
