@@ -32,8 +32,9 @@ struct GridAxis {
 // for a missing '=', an empty key or value, or a value given twice.
 GridAxis parse_grid_axis(const std::string& spec);
 
-// The largest grid a sweep accepts (its points are all loaded up front).
-inline constexpr int64_t kMaxGridPoints = 1'000'000;
+// The largest grid a sweep accepts: its points are all loaded up front, each
+// with its resolved experiment JSON (kilobytes), and each costs a simulation.
+inline constexpr int64_t kMaxGridPoints = 100'000;
 
 class Grid {
  public:
