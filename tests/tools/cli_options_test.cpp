@@ -17,7 +17,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::vector<std::string> kCommands{"imbalance", "schedule", "simulate"};
+const std::vector<std::string> kCommands{"imbalance", "schedule", "simulate", "sweep"};
+// A command as the tests below run it: sweep needs a grid.
+std::string invoke(const std::string& cmd) { return cmd == "sweep" ? cmd + " --grid parallel.partition=zigzag,stripe" : cmd; }
 // Commands that take no experiment (they read other commands' outputs): --json, no --configs.
 const std::vector<std::string> kFileCommands{"diff"};
 
@@ -49,8 +51,8 @@ TEST(CliOptions, NoOptionSwallowsThePositionalExperiment) {
   const TinyConfigs c;
   const std::string D = " --configs '" + c.dir.string() + "'";
   for (const auto& cmd : kCommands) {
-    std::vector<std::string> forms{cmd + " --json" + D + " --configs '" + RINGMASTER_SOURCE_DIR + "/configs' tiny",
-                                   cmd + " --json --set workload.seq_len=8k" + D + " --set parallel.cp=4 tiny"};
+    std::vector<std::string> forms{invoke(cmd) + " --json" + D + " --configs '" + RINGMASTER_SOURCE_DIR + "/configs' tiny",
+                                   invoke(cmd) + " --json --set workload.seq_len=8k" + D + " --set parallel.cp=4 tiny"};
     if (cmd == "imbalance") forms.push_back(cmd + " --json" + D + " --partition zigzag tiny");
     for (const auto& args : forms) {
       const auto r = run_cli(args);
@@ -65,7 +67,7 @@ TEST(CliOptions, AnOptionTakesOneValuePerFlag) {
   // The second value is the positional experiment, so the third is one argument too many.
   for (const auto& cmd : kCommands) {
     for (const std::string& args :
-         {cmd + " --configs '" + c.dir.string() + "' tiny tiny", cmd + " --set scope=layer tiny tiny"}) {
+         {invoke(cmd) + " --configs '" + c.dir.string() + "' tiny tiny", invoke(cmd) + " --set scope=layer tiny tiny"}) {
       const auto r = run_cli(args);
       EXPECT_EQ(r.exit_code, 2) << args;
       EXPECT_THAT(r.err, HasSubstr("tiny")) << args;
@@ -76,7 +78,7 @@ TEST(CliOptions, AnOptionTakesOneValuePerFlag) {
 
 TEST(CliOptions, AMissingConfigFolderIsAConfigError) {
   for (const auto& cmd : kCommands) {
-    const auto r = run_cli(cmd + " --configs /no/such/rm-folder");
+    const auto r = run_cli(invoke(cmd) + " --configs /no/such/rm-folder");
     EXPECT_EQ(r.exit_code, 2) << cmd;
     EXPECT_THAT(r.err, HasSubstr("\"/no/such/rm-folder\"")) << cmd;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << cmd << ": " << r.err;

@@ -51,6 +51,51 @@ void ProgressLine::update(const std::string& what, int done, int total) {
   drawn_ = true;
 }
 
+std::string human_duration(double s) {
+  if (!(s >= 0)) return "?";
+  if (s < 60) return fmt::format("{:.0f} s", s);
+  const auto t = static_cast<int64_t>(s + 0.5);
+  if (t < 3600) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}h{:02}m", t / 3600, t / 60 % 60);
+}
+
+PointProgress::PointProgress(std::string what, bool enabled, std::chrono::seconds plain_every)
+    : what_(std::move(what)),
+      on_(enabled),
+      terminal_(isatty(STDERR_FILENO) != 0),
+      plain_every_(plain_every),
+      start_(std::chrono::steady_clock::now()),
+      last_(start_) {}
+
+PointProgress::~PointProgress() {
+  if (drawn_ && terminal_) std::fputs("\r\033[K", stderr);
+}
+
+void PointProgress::update(int64_t done, int64_t total) {
+  if (!on_ || total <= 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  const bool last = done >= total;
+  if (terminal_ ? (!last && now - last_ < std::chrono::milliseconds(100)) : (now - last_ < plain_every_ || last))
+    return;
+  last_ = now;
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
+  const std::string eta = rate > 0 ? human_duration(static_cast<double>(total - done) / rate) : "?";
+  const int pct = static_cast<int>(100 * done / total);
+  if (terminal_) {
+    constexpr int kWidth = 30;
+    const int filled = static_cast<int>(kWidth * done / total);
+    std::fprintf(stderr, "\r\033[K%s [%s%s] %3d%% %lld/%lld points, %.3g/s, ETA %s", what_.c_str(),
+                 std::string(filled, '#').c_str(), std::string(kWidth - filled, '.').c_str(), pct,
+                 static_cast<long long>(done), static_cast<long long>(total), rate, eta.c_str());
+  } else {
+    std::fprintf(stderr, "%s: %lld/%lld points (%d%%), %.3g points/s, ETA %s\n", what_.c_str(),
+                 static_cast<long long>(done), static_cast<long long>(total), pct, rate, eta.c_str());
+  }
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
 std::string Table::str() const {
   std::vector<size_t> width(header_.size(), 0);
   auto fit = [&](const std::vector<std::string>& r) {

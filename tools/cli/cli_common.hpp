@@ -2,6 +2,8 @@
 // overridden on the command line, progress on a terminal, and plain tables.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,26 @@ class ProgressLine {
   bool drawn_ = false;
 };
 
+// Progress of many points (a sweep's, a plan's) on stderr: on a terminal a bar
+// with points done, rate and ETA, redrawn at most ten times a second; otherwise
+// a plain line every `plain_every` (logs of batch jobs), none for short runs.
+class PointProgress {
+ public:
+  PointProgress(std::string what, bool enabled, std::chrono::seconds plain_every = std::chrono::seconds(10));
+  ~PointProgress();
+  void update(int64_t done, int64_t total);
+
+ private:
+  std::string what_;
+  bool on_, terminal_;
+  std::chrono::steady_clock::duration plain_every_;
+  std::chrono::steady_clock::time_point start_, last_;
+  bool drawn_ = false;
+};
+
+// "42 s", "3m05s", "2h10m": a duration for people.
+std::string human_duration(double seconds);
+
 // A text table with right-aligned numeric columns.
 class Table {
  public:
@@ -57,5 +79,6 @@ void register_diff(CLI::App& app);
 void register_imbalance(CLI::App& app);
 void register_schedule(CLI::App& app);
 void register_simulate(CLI::App& app);
+void register_sweep(CLI::App& app);
 
 }  // namespace rm::cli
