@@ -54,6 +54,7 @@ class Table {
 
 // Commands (one file each).
 void register_imbalance(CLI::App& app);
+void register_plan(CLI::App& app);
 void register_schedule(CLI::App& app);
 void register_simulate(CLI::App& app);
 

@@ -1,0 +1,249 @@
+#include "sim/search/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+
+namespace rm::search {
+
+namespace {
+
+double tokens_of(const Experiment& e) {
+  return double(e.parallel.dp) * e.workload.batch * double(e.workload.seq_len);
+}
+
+bool same_layout(const Layout& a, const Layout& b) { return layout_json(a) == layout_json(b); }
+
+double recompute_s(const report::StepReport& r) {
+  double s = 0;
+  for (const auto& k : r.critical_path.by_kind)
+    if (k.phase == schedule::Phase::recompute) s += k.seconds;
+  return s;
+}
+
+int recompute_rank(Checkpoint c) { return c == Checkpoint::none ? 0 : c == Checkpoint::selective ? 1 : 2; }
+
+// The K best (time per token, then enumeration order) of the simulated candidates.
+std::vector<size_t> best_k(const std::vector<PlanCandidate>& c, size_t k) {
+  std::vector<size_t> ok;
+  for (size_t i = 0; i < c.size(); ++i)
+    if (c[i].analytic.ok) ok.push_back(i);
+  auto better = [&](size_t a, size_t b) {
+    const double ta = c[a].analytic_time_per_token(), tb = c[b].analytic_time_per_token();
+    if (ta != tb) return ta < tb;
+    return c[a].index < c[b].index;
+  };
+  std::sort(ok.begin(), ok.end(), better);
+  if (ok.size() > k) ok.resize(k);
+  return ok;
+}
+
+}  // namespace
+
+std::string reason_lost(const PlanCandidate& c, const PlanCandidate& w) {
+  const report::StepReport& a = (c.confirmed && c.simgrid.ok ? c.simgrid : c.analytic).report;
+  const report::StepReport& b = (w.confirmed && w.simgrid.ok ? w.simgrid : w.analytic).report;
+  // Per token of the winner's step: a dp = 2 layout's step carries twice the tokens.
+  const double f = w.tokens / c.tokens;
+  const double d_total = a.step_time_s * f - b.step_time_s;
+  if (d_total <= 0) return "ties with the winner";
+  const double d_comm = a.breakdown.mean.exposed_comm_s * f - b.breakdown.mean.exposed_comm_s;
+  const double d_idle = a.breakdown.mean.idle_s * f - b.breakdown.mean.idle_s;
+  const double d_recompute = recompute_s(a) * f - recompute_s(b);
+  const double d_compute = a.breakdown.mean.compute_s * f - b.breakdown.mean.compute_s;
+  struct Cause {
+    double s;
+    std::string what;
+  };
+  std::vector<Cause> causes = {
+      {d_comm, fmt::format("exposed communication +{:.3f} s ({:.3f} s vs {:.3f} s per rank)", d_comm,
+                           a.breakdown.mean.exposed_comm_s * f, b.breakdown.mean.exposed_comm_s)},
+      {d_idle, fmt::format("imbalance: ranks idle +{:.3f} s (worker imbalance {:.3f} vs {:.3f})", d_idle,
+                           a.imbalance.worker, b.imbalance.worker)}};
+  if (recompute_rank(c.layout.checkpoint) > recompute_rank(w.layout.checkpoint) && d_recompute > 0)
+    causes.push_back({std::min(d_recompute, std::max(d_compute, d_recompute)),
+                      fmt::format("recomputation (checkpoint {} vs {}) +{:.3f} s", to_string(c.layout.checkpoint),
+                                  to_string(w.layout.checkpoint), d_recompute)});
+  else if (a.imbalance.worker > b.imbalance.worker * 1.02)
+    causes.push_back({d_compute, fmt::format("imbalance: compute +{:.3f} s (worker imbalance {:.3f} vs {:.3f})",
+                                             d_compute, a.imbalance.worker, b.imbalance.worker)});
+  else
+    causes.push_back({d_compute, fmt::format("compute +{:.3f} s", d_compute)});
+  const Cause& top = *std::max_element(causes.begin(), causes.end(),
+                                       [](const Cause& x, const Cause& y) { return x.s < y.s; });
+  std::string r = fmt::format("+{:.1f}%: {}", 100.0 * d_total / b.step_time_s, top.what);
+  if (w.memory.modelled && c.memory.modelled && c.memory.peak_GB < w.memory.peak_GB)
+    r += fmt::format("; needs less memory ({:.1f} vs {:.1f} GB)", c.memory.peak_GB, w.memory.peak_GB);
+  return r;
+}
+
+PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOptions& o) {
+  auto progress = [&](const std::string& stage, int64_t done, int64_t total) {
+    if (o.progress) o.progress(stage, done, total);
+  };
+  PlanResult res;
+  PlanStats& st = res.stats;
+  st.gpus = o.space.gpus > 0 ? o.space.gpus : base.cluster.gpus();
+  progress("enumerating layouts", 0, 1);
+  Space space = enumerate_space(base, o.space, store);
+  st.enumerated = space.enumerated;
+  st.invalid = space.invalid;
+  st.first_invalid = space.first_invalid;
+  if (space.layouts.empty())
+    throw ConfigError(fmt::format("plan: none of the {} layouts of {} GPUs is valid for this experiment (first "
+                                  "refusal: {})",
+                                  space.enumerated, st.gpus, space.first_invalid));
+
+  // Candidates that fit in memory.
+  std::vector<PlanCandidate> cand;
+  std::vector<const Experiment*> exp_of;
+  double best_shortfall = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < space.layouts.size(); ++i) {
+    PlanCandidate c;
+    c.index = int64_t(i);
+    c.layout = space.layouts[i];
+    c.memory = memory_fit(space.experiments[i]);
+    c.tokens = tokens_of(space.experiments[i]);
+    st.memory_modelled = c.memory.modelled;
+    if (c.memory.oom) {
+      ++st.oom;
+      if (c.memory.shortfall_GB() < best_shortfall) {
+        best_shortfall = c.memory.shortfall_GB();
+        st.smallest_shortfall_layout = layout_label(c.layout);
+      }
+      continue;
+    }
+    cand.push_back(std::move(c));
+    exp_of.push_back(&space.experiments[i]);
+  }
+  if (st.oom > 0) st.smallest_shortfall_GB = best_shortfall;
+  if (cand.empty())
+    throw ConfigError(fmt::format("plan: no layout of {} GPUs fits in GPU memory ({} GB): the closest, {}, needs "
+                                  "{:.2f} GB more (of {} layouts, {} out of memory)",
+                                  st.gpus, base.cluster.gpu.memory_GB, st.smallest_shortfall_layout, best_shortfall,
+                                  space.enumerated, st.oom));
+
+  std::deque<pipeline::Session> sessions;  // one per worker, for the whole search
+  EvaluateOptions eo;
+  eo.engine = engine::EngineKind::analytic;
+  eo.jobs = o.jobs;
+  eo.sessions = &sessions;
+  std::vector<bool> done(cand.size(), false);
+  auto run_batch = [&](const std::vector<size_t>& ids) {
+    std::vector<Experiment> pts;
+    for (size_t i : ids) pts.push_back(*exp_of[i]);
+    std::vector<Outcome> out = evaluate(pts, eo);
+    for (size_t j = 0; j < ids.size(); ++j) {
+      PlanCandidate& c = cand[ids[j]];
+      c.analytic = std::move(out[j]);
+      done[ids[j]] = true;
+      ++st.simulated;
+      if (!c.analytic.ok && st.failed++ == 0) st.first_failure = c.analytic.error;
+    }
+  };
+
+  // 3. The seed: the experiment's own layout, the first incumbent.
+  const Layout seed_layout = layout_of(base);
+  res.seed.layout = seed_layout;
+  res.seed.memory = memory_fit(base);
+  res.seed.tokens = tokens_of(base);
+  size_t seed_id = cand.size();
+  for (size_t i = 0; i < cand.size(); ++i)
+    if (same_layout(cand[i].layout, seed_layout)) seed_id = i;
+  res.seed_in_space = seed_id < cand.size() || std::any_of(space.layouts.begin(), space.layouts.end(), [&](const Layout& l) {
+                        return same_layout(l, seed_layout);
+                      });
+  progress("simulating the experiment's own layout", 0, 1);
+  if (seed_id < cand.size()) {
+    run_batch({seed_id});
+    res.seed.analytic = cand[seed_id].analytic;
+    res.seed.index = cand[seed_id].index;
+  } else {
+    res.seed.analytic = evaluate({base}, eo)[0];
+    ++st.simulated;
+  }
+
+  // The mask's FLOPs, from the seed or the first layout that simulates.
+  double mask = -1;
+  if (res.seed.analytic.ok) mask = mask_fwd_flops_per_sequence(base, res.seed.analytic.report);
+  for (size_t i = 0; mask < 0 && i < cand.size(); ++i) {
+    if (!done[i]) run_batch({i});
+    if (cand[i].analytic.ok) mask = mask_fwd_flops_per_sequence(*exp_of[i], cand[i].analytic.report);
+  }
+  if (mask < 0)
+    throw ConfigError(fmt::format("plan: no layout could be simulated (first refusal: {})", st.first_failure));
+
+  // 4. Best first by the floor per token.
+  std::vector<size_t> order(cand.size());
+  for (size_t i = 0; i < cand.size(); ++i) cand[i].floor = compute_floor(*exp_of[i], mask);
+  std::iota(order.begin(), order.end(), size_t(0));
+  auto floor_per_token = [&](size_t i) { return cand[i].floor.total() / cand[i].tokens; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return floor_per_token(a) < floor_per_token(b); });
+  const size_t k = size_t(std::max(1, o.top_k));
+  auto kth_best = [&]() {
+    const std::vector<size_t> b = best_k(cand, k);
+    return b.size() < k ? std::numeric_limits<double>::infinity() : cand[b.back()].analytic_time_per_token();
+  };
+  size_t next = 0;
+  const int64_t total = int64_t(cand.size());
+  while (next < order.size()) {
+    const double bound = o.prune ? kth_best() : std::numeric_limits<double>::infinity();
+    std::vector<size_t> batch;
+    while (next < order.size() && batch.size() < size_t(std::max(1, o.batch))) {
+      const size_t i = order[next];
+      if (floor_per_token(i) > bound) break;  // and every later one: the order is by floor
+      ++next;
+      if (!done[i]) batch.push_back(i);
+    }
+    if (batch.empty()) {
+      if (next < order.size()) break;  // the rest is above the K-th best
+      continue;
+    }
+    run_batch(batch);
+    progress("simulating layouts (analytic)", int64_t(next), total);
+  }
+  for (size_t i = 0; i < cand.size(); ++i)
+    if (!done[i]) ++st.pruned_bound;
+
+  std::vector<size_t> top = best_k(cand, k);
+  if (top.empty())
+    throw ConfigError(fmt::format("plan: no layout could be simulated (first refusal: {})", st.first_failure));
+
+  // 5. SimGrid on the K best; the winner is the fastest there.
+  if (o.confirm_simgrid) {
+    EvaluateOptions so = eo;
+    so.engine = engine::EngineKind::simgrid;
+    for (size_t j = 0; j < top.size(); ++j) {
+      progress("confirming the best with SimGrid", int64_t(j), int64_t(top.size()));
+      PlanCandidate& c = cand[top[j]];
+      c.simgrid = evaluate({*exp_of[top[j]]}, so)[0];
+      c.confirmed = true;
+      ++st.confirmed;
+      if (c.index == res.seed.index) {
+        res.seed.simgrid = c.simgrid;
+        res.seed.confirmed = true;
+      }
+    }
+    if (!res.seed.confirmed && res.seed.analytic.ok) {
+      progress("confirming the experiment's own layout with SimGrid", 0, 1);
+      res.seed.simgrid = evaluate({base}, so)[0];
+      res.seed.confirmed = true;
+      ++st.confirmed;
+    }
+    auto per_token = [&](size_t i) {
+      const PlanCandidate& c = cand[i];
+      return (c.simgrid.ok ? c.simgrid : c.analytic).report.step_time_s / c.tokens;
+    };
+    std::stable_sort(top.begin(), top.end(), [&](size_t a, size_t b) { return per_token(a) < per_token(b); });
+  }
+  for (size_t i : top) res.ranked.push_back(cand[i]);
+  for (size_t j = 1; j < res.ranked.size(); ++j) res.ranked[j].reason = reason_lost(res.ranked[j], res.ranked[0]);
+  if (res.seed.analytic.ok && !same_layout(res.seed.layout, res.ranked[0].layout))
+    res.seed.reason = reason_lost(res.seed, res.ranked[0]);
+  return res;
+}
+
+}  // namespace rm::search
