@@ -16,6 +16,11 @@ struct GpuSpec {
   double memory_GB = 0;
   double peak_tflops_bf16 = 0;
   double hbm_bandwidth_GBps = 0;
+  // The memory model's allowances (docs/memory.md): what the CUDA context and NCCL's
+  // communicator buffers take on each GPU, and the caching allocator's fragmentation
+  // as a fraction of the bytes the tensors occupy.
+  double context_GB = 1.0;
+  double fragmentation = 0.10;
 };
 
 enum class IntraKind { nvswitch, mesh };

@@ -70,7 +70,8 @@ nlohmann::json summary_json(const Experiment& e) {
             {"zero_stage", p.zero_stage},
             {"shuffle", to_string(p.shuffle)},
             {"grad_comm_dtype", to_string(p.grad_comm_dtype)},
-            {"ring_order", to_string(p.ring_order)}}},
+            {"ring_order", to_string(p.ring_order)},
+            {"loss_chunk_tokens", p.loss_chunk_tokens}}},
           {"kernel", {{"attention", e.kernel.name}}},
           {"scope", to_string(e.scope)},
           {"scope_layer", e.scope_layer},
@@ -217,6 +218,7 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
     e.parallel.shuffle = p.enum_or("shuffle", kShuffles, ShuffleMode::per_call);
     e.parallel.grad_comm_dtype = p.enum_or("grad_comm_dtype", kGradDtypes, GradDtype::fp32);
     e.parallel.ring_order = p.enum_or("ring_order", kRingOrders, RingOrder::rank);
+    e.parallel.loss_chunk_tokens = p.has("loss_chunk_tokens") ? p.size("loss_chunk_tokens", 0, int64_t(1) << 40) : Parallel{}.loss_chunk_tokens;
 
     // Cross-field checks: each names the field to change.
     const auto& P = e.parallel;

@@ -65,6 +65,9 @@ struct Parallel {
   ShuffleMode shuffle = ShuffleMode::per_call;
   GradDtype grad_comm_dtype = GradDtype::fp32;
   RingOrder ring_order = RingOrder::rank;
+  // Tokens per pass of the LM head + cross-entropy (checkpointed chunks, MTraining's
+  // 1,024); 0 = all local tokens at once. Memory only (docs/memory.md).
+  int64_t loss_chunk_tokens = 1024;
   int world() const { return dp * hp * cp; }
 };
 

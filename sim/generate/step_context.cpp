@@ -94,8 +94,7 @@ StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityM
   }
 }
 
-StepContext::Shuffle StepContext::shuffle() const {
-  const Parallel& p = e.parallel;
+StepContext::Shuffle StepContext::shuffle_of(const Parallel& p) {
   if (p.cp == 1 || p.shuffle == ShuffleMode::once) return Shuffle::none;
   switch (p.partition) {
     case Partition::stripe:

@@ -58,7 +58,8 @@ struct StepContext {
   // context group, zigzag by an all-to-all in each pair {c, cp-1-c} (each rank
   // swaps its second half with its pair's); nothing with shuffle = once.
   enum class Shuffle { none, stripe, zigzag };
-  Shuffle shuffle() const;
+  static Shuffle shuffle_of(const Parallel& p);  // from the keys alone (the memory model asks too)
+  Shuffle shuffle() const { return shuffle_of(e.parallel); }
   bool shuffles() const { return shuffle() != Shuffle::none; }
   bool has_backward() const { return e.scope != Scope::attention_fwd; }
   // Local tokens of a rank before any exchange (batch included).

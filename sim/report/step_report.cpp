@@ -161,6 +161,7 @@ StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, co
   r.breakdown = breakdown(s, tl, r.step_time_s);
   r.imbalance = imbalance(s, ev);
   r.critical_path = critical_path(s, tl);
+  r.memory = memory::estimate_memory(e);
   return r;
 }
 
@@ -208,6 +209,7 @@ nlohmann::json to_json(const StepReport& r) {
         {"communication_s", cp.communication_s},
         {"waiting_s", cp.waiting_s},
         {"by_kind", by_kind}}},
+      {"memory", memory::to_json(r.memory)},
   };
 }
 
@@ -304,6 +306,8 @@ std::string to_text(const StepReport& r) {
   out += table(kinds, 2);
   if (cp.by_kind.size() > kTextPathKinds)
     out += fmt::format("  ({} more kind/phase pairs in the JSON)\n", cp.by_kind.size() - kTextPathKinds);
+  out += '\n';
+  out += memory::to_text(r.memory);
   return out;
 }
 

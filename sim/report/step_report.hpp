@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/config/experiment.hpp"
+#include "sim/memory/memory_model.hpp"
 #include "sim/report/critical_path.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "traces/timeline.hpp"
@@ -61,6 +62,7 @@ struct StepReport {
   Breakdown breakdown;
   Imbalance imbalance;
   CriticalPath critical_path;
+  memory::MemoryReport memory;  // per-GPU memory of the configuration's training step (sim/memory/)
 };
 
 StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, const traces::Timeline& tl);
@@ -68,7 +70,8 @@ StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, co
 // Keys: step_time_s, tokens_per_s, flops {model, dense_causal_model, executed},
 // mfu, hfu, dense_equivalent_speedup, gpus, breakdown {per_rank [...], mean,
 // min, max}, imbalance {worker, step, step_measured}, critical_path {length_s,
-// ops, op_ids, compute_s, communication_s, waiting_s, by_kind [...]}.
+// ops, op_ids, compute_s, communication_s, waiting_s, by_kind [...]},
+// memory {peak_GB, capacity_GB, oom, terms {...}, ...} (memory::to_json).
 nlohmann::json to_json(const StepReport& r);
 
 // A human summary with aligned tables. Above 8 ranks the rank table shows the
