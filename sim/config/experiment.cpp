@@ -59,6 +59,7 @@ nlohmann::json summary_json(const Experiment& e) {
             {"seed", w.seed}}},
           {"parallel",
            {{"dp", p.dp},
+            {"tp", p.tp},
             {"hp", p.hp},
             {"cp", p.cp},
             {"partition", to_string(p.partition)},
@@ -222,16 +223,39 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
 
     // Cross-field checks: each names the field to change.
     const auto& P = e.parallel;
-    if (P.tp != 1)
-      p.fail("tp", fmt::format("tensor parallelism is not modelled yet: expected 1, got {}", P.tp));
     // In 64 bits: each factor is at most 2^20, so the product cannot overflow here,
     // and world() (an int) is only used once it is known to fit the cluster.
-    const int64_t world = int64_t(P.dp) * P.hp * P.cp;
-    if (world > e.cluster.gpus())
-      p.fail("cp", fmt::format("dp*hp*cp = {}*{}*{} = {} exceeds the {} GPUs of cluster {}", P.dp, P.hp, P.cp,
-                               world, e.cluster.gpus(), e.cluster.name));
+    const int64_t world = int64_t(P.dp) * P.tp * P.hp * P.cp;
+    if (world > e.cluster.gpus()) {
+      const char* field = P.tp > 1 ? "tp" : "cp";  // with tp = 1 the message is what it always was
+      p.fail(field, P.tp > 1 ? fmt::format("dp*tp*hp*cp = {}*{}*{}*{} = {} exceeds the {} GPUs of cluster {}", P.dp,
+                                           P.tp, P.hp, P.cp, world, e.cluster.gpus(), e.cluster.name)
+                             : fmt::format("dp*hp*cp = {}*{}*{} = {} exceeds the {} GPUs of cluster {}", P.dp, P.hp,
+                                           P.cp, world, e.cluster.gpus(), e.cluster.name));
+    }
     if (e.model.heads % P.hp != 0)
       p.fail("hp", fmt::format("expected a divisor of the model's {} heads, got {}", e.model.heads, P.hp));
+    if (P.tp > 1) {
+      // Megatron's rules: a tp group is consecutive GPUs of one node; each tp rank owns
+      // whole query heads, whole KV heads (num_query_groups % tp == 0), an equal share of
+      // the MLP columns, and its sequence-parallel share of every context rank's tokens.
+      const Model& m = e.model;
+      if (e.cluster.gpus_per_node % P.tp != 0)
+        p.fail("tp", fmt::format("a tensor-parallel group stays inside a node: expected a divisor of the {} GPUs "
+                                 "per node of cluster {}, got {}", e.cluster.gpus_per_node, e.cluster.name, P.tp));
+      if (m.heads % (int64_t(P.tp) * P.hp) != 0)
+        p.fail("tp", fmt::format("tp*hp must divide the model's {} heads, got tp*hp = {}*{}", m.heads, P.tp, P.hp));
+      if (m.kv_heads % P.tp != 0)
+        p.fail("tp", fmt::format("expected a divisor of the model's {} KV heads (each tp rank owns whole KV heads), "
+                                 "got {}", m.kv_heads, P.tp));
+      if (m.intermediate % P.tp != 0)
+        p.fail("tp", fmt::format("expected a divisor of the model's intermediate size {}, got {}", m.intermediate, P.tp));
+      const int64_t per_rank = e.workload.seq_len / (int64_t(P.cp) * P.hp);
+      if (e.workload.seq_len % (int64_t(P.cp) * P.hp) != 0 || per_rank % P.tp != 0)
+        p.fail("tp", fmt::format("sequence parallelism splits each rank's workload.seq_len/(cp*hp) tokens over tp: "
+                                 "expected workload.seq_len divisible by cp*hp*tp = {}, got {}",
+                                 int64_t(P.cp) * P.hp * P.tp, e.workload.seq_len));
+    }
     const int64_t S = e.workload.seq_len;
     auto need_divisible = [&](int64_t unit, const std::string& why) {
       if (S % unit != 0)

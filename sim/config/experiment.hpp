@@ -54,7 +54,7 @@ struct Workload {
 
 struct Parallel {
   int dp = 1, hp = 1, cp = 1;
-  int tp = 1;  // Megatron tensor parallel (with sequence parallelism) inside each (dp, hp, cp) rank
+  int tp = 1;  // Megatron tensor parallel (with sequence parallelism): tp GPUs in one node per (dp, hp, cp) rank
   Partition partition = Partition::contiguous;
   int64_t stripe_tokens = 128;
   RingKind ring = RingKind::ring;
@@ -68,7 +68,10 @@ struct Parallel {
   // Tokens per pass of the LM head + cross-entropy (checkpointed chunks, MTraining's
   // 1,024); 0 = all local tokens at once. Memory only (docs/memory.md).
   int64_t loss_chunk_tokens = 1024;
-  int world() const { return dp * hp * cp; }
+  // GPUs used: every (dp, hp, cp) rank is a tensor-parallel group of tp GPUs.
+  int world() const { return dp * tp * hp * cp; }
+  // Ranks that hold a replica of the same weight shard (gradients are reduced over them).
+  int replicas() const { return dp * hp * cp; }
 };
 
 struct Experiment {

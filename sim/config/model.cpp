@@ -9,7 +9,7 @@ int64_t Model::layer_params() const {
   const int64_t kv = 2 * hidden * int64_t(kv_heads) * head_dim;
   const int64_t o = int64_t(heads) * head_dim * hidden;
   const int64_t mlp = 3 * hidden * intermediate;  // gate, up, down
-  const int64_t norms = 2 * hidden;
+  const int64_t norms = layer_norm_params();
   return q + kv + o + mlp + norms;
 }
 

@@ -21,6 +21,7 @@ struct Model {
 
   // Parameters of one decoder layer and of the whole model (SwiGLU MLP, RMSNorm).
   int64_t layer_params() const;
+  int64_t layer_norm_params() const { return 2 * hidden; }  // of layer_params(): the two RMSNorm weights
   int64_t params() const;
 };
 

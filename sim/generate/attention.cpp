@@ -40,7 +40,7 @@ AttentionTensors attention_tensors(StepContext& ctx, int r, Phase phase) {
   if (memo) return *memo;
   const Experiment& e = ctx.e;
   const Sets sets = sets_for(ctx, phase);
-  const placement::HeadShard s = placement::head_shard(e.model, e.parallel.hp, ctx.coord[size_t(r)].h);
+  const placement::HeadShard s = ctx.heads_of(r);
   const int64_t b = e.workload.batch, T = e.workload.seq_len / e.parallel.cp, D = e.model.head_dim;
   const std::vector<int64_t> q{b, T, s.heads, D}, kv{2, b, T, s.kv_heads, D};
   AttentionTensors t;
@@ -121,14 +121,14 @@ std::vector<int> attention_outputs(StepContext& ctx, int r, Phase phase, bool ba
 namespace {
 
 // Bytes of one rank's exchange buffers, for the S/cp tokens of a context rank and
-// the heads of one head rank (every head rank holds as many).
+// the heads of one head rank on one tensor rank (every one holds as many).
 struct ExchangeBytes {
   int64_t q = 0;   // Q, O, dO or dQ
   int64_t kv = 0;  // K and V (or dK and dV)
 };
 
 ExchangeBytes exchange_bytes(const Experiment& e) {
-  const placement::HeadShard s = placement::head_shard(e.model, e.parallel.hp, 0);
+  const placement::HeadShard s = placement::head_shard(e.model, e.parallel, 0, 0);
   const int64_t tokens = e.workload.seq_len / e.parallel.cp;
   return {head_bytes(tokens, s.heads, e.model.head_dim, e.workload.batch),
           kv_message_bytes(tokens, s.kv_heads, e.model.head_dim, e.workload.batch)};
@@ -184,10 +184,12 @@ void emit_attention(StepContext& ctx, const AttentionCall& call, RankDeps& ready
   if (ctx.shuffles()) shuffle_everywhere(ctx, where, ready, ins, stage, stage + 1), ++stage;
   if (ctx.patterns_dynamic && !call.backward)  // every forward and every recomputation of the attention
     for (int d = 0; d < p.dp; ++d)
-      for (int h = 0; h < p.hp; ++h) emit_index_building(ctx, d, h, call.phase, call.layer, ready);
+      for (int h = 0; h < p.hp; ++h)
+        for (int t = 0; t < p.tp; ++t) emit_index_building(ctx, d, h, t, call.phase, call.layer, ready);
   if (ctx.patterns_dynamic && call.backward)  // the backward's own view of the block mask
     for (int d = 0; d < p.dp; ++d)
-      for (int h = 0; h < p.hp; ++h) emit_backward_index_conversion(ctx, d, h, call.phase, call.layer, ready);
+      for (int h = 0; h < p.hp; ++h)
+        for (int t = 0; t < p.tp; ++t) emit_backward_index_conversion(ctx, d, h, t, call.phase, call.layer, ready);
   emit_ring(ctx, call.phase, call.layer, call.backward, ready);
   if (ctx.shuffles()) shuffle_everywhere(ctx, where, ready, outs, stage, stage - 1), --stage;
   if (p.hp > 1) all_to_all_everywhere(ctx, ctx.head_groups, out, where, ready, outs, stage, stage - 1), --stage;

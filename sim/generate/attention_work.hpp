@@ -23,8 +23,9 @@ class AttentionWork {
   // `cache` may be null: the work then counts into a cache of its own.
   AttentionWork(const Experiment& e, const sparsity::SparsityModel& patterns, placement::WorkCache* cache);
 
-  // cp x cp costs, [q_rank * cp + kv_rank], of head rank h's query heads in `layer`.
-  const std::vector<sparsity::TileCost>& pairs(int layer, int h);
+  // cp x cp costs, [q_rank * cp + kv_rank], of attention-head rank a's query heads in `layer`:
+  // a = t*hp + h, head rank h on tensor rank t (placement::head_shard).
+  const std::vector<sparsity::TileCost>& pairs(int layer, int a);
   int cp() const { return int(tokens_.size()); }
   const sparsity::TokenSet& tokens(int c) const { return tokens_[size_t(c)]; }
 
@@ -33,7 +34,7 @@ class AttentionWork {
   placement::WorkCache* cache_;
   const sparsity::SparsityModel& patterns_;
   Model model_;
-  int hp_;
+  int head_ranks_;  // hp * tp
   sparsity::BlockShape shape_;
   const std::vector<sparsity::TokenSet>& tokens_;  // held by the cache
   std::map<std::pair<int, int>, std::vector<sparsity::TileCost>> by_rank_;

@@ -33,9 +33,15 @@ struct AttentionTensors {
 // The dense part's buffers on a rank (local tokens x features, bf16). Kept per
 // layer: the activations the backward reads, the weights and their gradients.
 // dx, the gradient of the residual stream, runs from layer to layer.
+// With tensor parallelism (tp > 1) the residual stream and the norms' tensors hold
+// the rank's sequence-parallel share of the tokens; the GEMMs read what the tensor
+// group's all-gathers bring (`*_full`, all local tokens) and write partial sums that
+// its reduce-scatters reduce (`*_part`). With tp = 1 those are the tensors themselves.
 struct LayerBuffers {
   int xn1 = -1, h = -1, hn = -1, gu = -1, act = -1, weights = -1;
   int dx = -1, dact = -1, dgu = -1, dhn = -1, dh = -1, dxn1 = -1, wgrad = -1;
+  int xn1_full = -1, hn_full = -1, h_part = -1, out_part = -1;   // forward (xn1, hn: kept per layer)
+  int dx_full = -1, dh_full = -1, dhn_part = -1, dxn1_part = -1;  // backward
 };
 
 // Per-rank buffers of the ring: K|V receive slots (inner: two, double

@@ -3,7 +3,15 @@
 // RMSNorm, SwiGLU MLP (gate+up, activation, down); and their backward in
 // reverse order (GEMM backward = dX + dW). A recomputation (checkpointing)
 // replays the forward with phase `recompute`, with or without the attention.
+// With tensor parallelism (Megatron, with sequence parallelism; docs/generators.md,
+// "Tensor parallelism") each GEMM holds 1/tp of the columns (QKV, gate+up) or rows
+// (O, down), the norms run on 1/tp of the tokens, and the tensor group all-gathers
+// before and reduce-scatters after the attention and MLP blocks (backward: the mirror).
 #pragma once
+
+#include <functional>
+#include <utility>
+#include <vector>
 
 #include "sim/generate/step_context.hpp"
 
@@ -18,6 +26,14 @@ void emit_layer_forward(StepContext& ctx, const LayerForward& f, RankDeps& ready
 
 // qkv_recomputed: Q/K/V come from a recomputation that skipped the attention.
 void emit_layer_backward(StepContext& ctx, int layer, bool qkv_recomputed, RankDeps& ready);
+
+// One collective of `kind` in every tensor group (tp > 1), on stream `tp`; io(rank)
+// gives its reads and writes. `bytes`: the all-gather's output, the reduce-scatter's input.
+void tensor_collective(StepContext& ctx, schedule::OpKind kind, schedule::Where where, int64_t bytes, RankDeps& ready,
+                       const std::function<std::pair<std::vector<int>, std::vector<int>>(int rank)>& io);
+// Bytes of one tensor-parallel all-gather or reduce-scatter of the hidden states: all
+// local tokens x hidden, bf16 (Megatron-SP: b*s/(cp*hp)*h*2).
+int64_t tensor_collective_bytes(const StepContext& ctx);
 
 // The dense part's buffers on rank `rank` (buffer_ids.hpp).
 LayerBuffers layer_buffers(StepContext& ctx, int rank);

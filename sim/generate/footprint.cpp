@@ -24,7 +24,7 @@ struct RingShape {
   int64_t O = 1, I = 1;
 };
 
-RingShape ring_shape(const Experiment& e, int d, int h) {
+RingShape ring_shape(const Experiment& e, int d, int h, int t) {
   const Parallel& p = e.parallel;
   if (p.cp == 1) return {1, 1};
   switch (p.ring) {
@@ -36,7 +36,7 @@ RingShape ring_shape(const Experiment& e, int d, int h) {
     case RingKind::hierarchical: {
       const placement::DeviceMap map(p);
       std::map<int, int64_t> by_node;
-      for (int g : map.context_group(d, h)) ++by_node[g / e.cluster.gpus_per_node];
+      for (int g : map.context_group(d, h, t)) ++by_node[g / e.cluster.gpus_per_node];
       const int64_t inner = by_node.begin()->second;
       for (const auto& [node, n] : by_node)
         if (n != inner)
@@ -90,11 +90,13 @@ struct Counter {
   bool shuffles = e.parallel.cp > 1 && e.parallel.shuffle == ShuffleMode::per_call &&
                   e.parallel.partition != Partition::contiguous;
   bool recomputes = e.scope == Scope::layer || e.scope == Scope::step;
-  std::vector<RingShape> shapes;  // per (d, h)
+  bool split = e.parallel.tp > 1;  // tensor parallelism's all-gathers and reduce-scatters
+  std::vector<RingShape> shapes;  // per (d, h, t)
 
   explicit Counter(const Experiment& x) : e(x) {
     for (int d = 0; d < e.parallel.dp; ++d)
-      for (int h = 0; h < e.parallel.hp; ++h) shapes.push_back(ring_shape(e, d, h));
+      for (int h = 0; h < e.parallel.hp; ++h)
+        for (int t = 0; t < e.parallel.tp; ++t) shapes.push_back(ring_shape(e, d, h, t));
   }
 
   // generate/attention.cpp: one attention call on every rank.
@@ -106,17 +108,20 @@ struct Counter {
       const int64_t in = !backward ? 2 : (after_selective ? 3 : 1), out = !backward ? 1 : 2;
       n += (in + out) * world;  // one all-to-all per tensor, every rank in one shuffle group
     }
-    const int64_t groups = int64_t(e.parallel.dp) * e.parallel.hp;
+    const int64_t groups = int64_t(e.parallel.dp) * e.parallel.hp * e.parallel.tp;  // context groups
     if (dynamic) n += backward ? world : groups * index_ops(cp, topp);
     for (const RingShape& s : shapes) n += ring_ops(s, cp, backward);
     return n;
   }
+  // generate/decoder_layer.cpp: 7 ops per rank each way, and with tp > 1 two all-gathers
+  // and two reduce-scatters.
+  int64_t dense() const { return (7 + (split ? 4 : 0)) * world; }
   int64_t layer_forward(bool with_attention) const {
-    return 7 * world + (with_attention ? attention(false, false) : 0);
+    return dense() + (with_attention ? attention(false, false) : 0);
   }
   int64_t layer_backward() const {
     const bool selective = recomputes && e.parallel.checkpoint == Checkpoint::selective;
-    return 7 * world + attention(true, selective);
+    return dense() + attention(true, selective);
   }
   int64_t layer() const {
     const Checkpoint ck = e.parallel.checkpoint;
@@ -126,9 +131,10 @@ struct Counter {
   int64_t step() const {
     const int64_t L = e.model.layers;
     const int zero = e.parallel.zero_stage;
-    const bool collectives = world > 1;
+    const bool collectives = e.parallel.replicas() > 1;
     int64_t n = L * layer();
     n += 9 * world;  // embedding, final norm, LM head, loss, their backward, embedding grad, optimizer
+    if (split) n += 4 * world;  // the embedding's and LM head's tensor-parallel collectives
     if (collectives) {
       if (zero == 3) n += (1 + 2 * L) * world;       // parameter gathers
       n += (L + 1) * world;                          // gradient reductions
@@ -167,14 +173,14 @@ int64_t topology_bytes(const Experiment& e, int64_t ops) {
 }
 
 // The attention work the generator reads: per distinct head pattern a cp x cp
-// table of pair costs (placement::WorkCache), per (layer, head rank) their sums.
+// table of pair costs (placement::WorkCache), per (layer, head rank, tensor rank) their sums.
 int64_t pair_cost_bytes(const Experiment& e, bool every_layer) {
   const int64_t cp = e.parallel.cp, pairs = cp * cp * int64_t(sizeof(sparsity::TileCost));
   const int64_t layers = every_layer ? e.model.layers : 1;
   const std::string kind = e.workload.pattern.is_object() ? e.workload.pattern.value("kind", "") : "";
   const bool one_pattern = kind == "dense_causal" || kind == "dense_full" || kind == "sliding_window" || kind == "a_shape";
   const int64_t patterns = one_pattern ? 1 : layers * e.model.heads;
-  return (patterns + layers * e.parallel.hp) * pairs;
+  return (patterns + layers * e.parallel.hp * e.parallel.tp) * pairs;
 }
 
 }  // namespace

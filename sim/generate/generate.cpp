@@ -26,8 +26,9 @@ Params params_of(StepContext& ctx, int r, int layer) {
   if (memo) return *memo;
   const Model& m = ctx.e.model;
   const auto per_layer = of_layer ? kPerLayer : schedule::Instances::one;
-  const int64_t n = of_layer ? m.layer_params() : m.vocab * m.hidden * (m.tied_embeddings ? 1 : 2) + m.hidden;
-  const int64_t shard = (n + ctx.e.parallel.world() - 1) / ctx.e.parallel.world();
+  const int tp = ctx.e.parallel.tp, replicas = ctx.e.parallel.replicas();
+  const int64_t n = of_layer ? tp_layer_params(m, tp) : tp_embed_params(m, tp);
+  const int64_t shard = (n + replicas - 1) / replicas;
   const std::string base = of_layer ? "" : "embed.";
   const int zero = ctx.e.parallel.zero_stage;
   Params p;
@@ -39,29 +40,39 @@ Params params_of(StepContext& ctx, int r, int layer) {
   return p;
 }
 
-// Gradients and ZeRO parameter gathers are bf16; ZeRO shards over every rank,
-// since all of them hold a replica of the weights (no tensor parallelism).
+// Gradients and ZeRO parameter gathers are bf16; ZeRO shards over the ranks that hold
+// a replica of the rank's weights: every rank with the same tensor rank (the world with tp = 1).
 int64_t param_bytes(int64_t params) { return params * kBf16Bytes; }
+
+// One collective per replica group; on each member it reads `reads` and writes `writes` of
+// the layer's parameters. Returns the ops by rank.
+template <class Reads, class Writes>
+std::vector<OpId> over_replicas(StepContext& ctx, OpKind k, int layer, int64_t params, Where where, RankDeps& ready,
+                                Reads reads, Writes writes) {
+  std::vector<OpId> by_rank(ready.size(), -1);
+  for (int g : ctx.replica_groups) {
+    auto ids = ctx.collective(g, k, param_bytes(params), where, &RankStreams::dp, ready, 0);
+    const auto members = ctx.b.peek().groups[size_t(g)].ranks;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const Params p = params_of(ctx, members[i], layer);
+      ctx.access(ids[i], {p.*reads}, {p.*writes});
+      by_rank[size_t(members[i])] = ids[i];
+    }
+  }
+  return by_rank;
+}
 
 void gather_params(StepContext& ctx, int layer, int64_t params, Phase phase, RankDeps& ready) {
   RankDeps own(ready.size());  // a prefetch: it waits for nothing but its stream
-  auto ids = ctx.collective(ctx.world_group, OpKind::all_gather, param_bytes(params), {phase, layer, -1},
-                            &RankStreams::dp, own, 0);
-  for (size_t r = 0; r < ids.size(); ++r) {  // the world group lists every rank in order
-    const Params p = params_of(ctx, int(r), layer);
-    ctx.access(ids[r], {p.shard}, {p.weights});
-  }
+  over_replicas(ctx, OpKind::all_gather, layer, params, {phase, layer, -1}, own, &Params::shard, &Params::weights);
   for (size_t r = 0; r < ready.size(); ++r) ready[r].insert(ready[r].end(), own[r].begin(), own[r].end());
 }
 
 void reduce_grads(StepContext& ctx, int layer, int64_t params, const RankDeps& after, std::vector<OpId>& last) {
   RankDeps deps = after;  // the layer's weight gradients are done; the compute stream goes on
-  const OpKind k = ctx.e.parallel.zero_stage == 0 ? OpKind::all_reduce : OpKind::reduce_scatter;
-  last = ctx.collective(ctx.world_group, k, param_bytes(params), {Phase::backward, layer, -1}, &RankStreams::dp, deps, 0);
-  for (size_t r = 0; r < last.size(); ++r) {
-    const Params p = params_of(ctx, int(r), layer);
-    ctx.access(last[r], {p.grad}, {k == OpKind::all_reduce ? p.grad : p.grad_shard});
-  }
+  const bool all_reduce = ctx.e.parallel.zero_stage == 0;
+  last = over_replicas(ctx, all_reduce ? OpKind::all_reduce : OpKind::reduce_scatter, layer, params,
+                       {Phase::backward, layer, -1}, deps, &Params::grad, all_reduce ? &Params::grad : &Params::grad_shard);
 }
 
 // One decoder layer: forward, then (when its backward comes) the checkpoint
@@ -78,69 +89,92 @@ void layer_backward(StepContext& ctx, int layer, RankDeps& ready) {
 void training_step(StepContext& ctx, RankDeps& ready) {
   const Experiment& e = ctx.e;
   const Model& m = e.model;
-  const int world = e.parallel.world(), zero = e.parallel.zero_stage;
-  const bool collectives = world > 1;
-  const int64_t n = ctx.local_tokens();
-  const int64_t embed_params = m.vocab * m.hidden * (m.tied_embeddings ? 1 : 2) + m.hidden;
+  const int world = e.parallel.world(), zero = e.parallel.zero_stage, tp = e.parallel.tp;
+  const bool collectives = e.parallel.replicas() > 1;  // gradients to reduce
+  const bool split = ctx.tensor_parallel();
+  // Tokens of the GEMMs (with tp > 1 after the tensor group's all-gather) and of the
+  // sequence-parallel ops; the rank's vocabulary shard (Megatron's vocab-parallel
+  // embedding, LM head and cross-entropy).
+  const int64_t n = ctx.local_tokens(), ns = ctx.sp_tokens(), vocab = tp_vocab(m, tp);
+  const int64_t embed_params = tp_embed_params(m, tp);
   // io(r) gives the op's reads and writes on rank r.
   auto every_rank = [&](OpKind k, Where w, double flops, int64_t tokens, auto io) {
     for (int r = 0; r < world; ++r) {
       const OpId id = ctx.compute(r, k, w, {flops, 0, tokens}, ready);
       auto [reads, writes] = io(r);
       ctx.access(id, std::move(reads), std::move(writes));
-      if (k == OpKind::gemm) ctx.b.set_gemm(id, {n, m.vocab, m.hidden});  // the LM head
+      if (k == OpKind::gemm) ctx.b.set_gemm(id, {n, vocab, m.hidden});  // the LM head
     }
   };
   using RW = std::pair<std::vector<int>, std::vector<int>>;
-  auto act = [&](int r, const char* name, int64_t width) {
-    return ctx.buffer(r, name, BufferRole::activation, DType::bf16, {n, width});
+  auto act = [&](int r, const char* name, int64_t tokens, int64_t width) {
+    return ctx.buffer(r, name, BufferRole::activation, DType::bf16, {tokens, width});
   };
+  // With tp > 1 the tensor group all-gathers (or reduce-scatters) the hidden states.
+  auto tp_exchange = [&](OpKind k, Where w, auto io) {
+    if (split) tensor_collective(ctx, k, w, tensor_collective_bytes(ctx), ready, io);
+  };
+  // What the LM head reads and what its backward writes: all local tokens with tp > 1.
+  auto xf_full = [&](int r) { return split ? act(r, "xf.full", n, m.hidden) : act(r, "xf", ns, m.hidden); };
+  auto dxf_part = [&](int r) { return split ? act(r, "dxf.part", n, m.hidden) : act(r, "dxf", ns, m.hidden); };
   auto embed = [&](int r) { return params_of(ctx, r, -1); };
   auto dx = [&](int r) { return layer_buffers(ctx, r).dx; };
   auto zero3_gather = [&](int layer, int64_t params, Phase phase) {
     if (collectives && zero == 3) gather_params(ctx, layer, params, phase, ready);
   };
+  const int64_t layer_params = tp_layer_params(m, tp);
 
   zero3_gather(-1, embed_params, Phase::forward);
-  every_rank(OpKind::elementwise, {Phase::forward, -1, -1}, double(n * m.hidden), n,  // embedding lookup
-             [&](int r) { return RW{{embed(r).weights}, {layer_input(ctx, r, 0)}}; });
+  // Embedding lookup: with tp > 1 each rank fills the rows of its vocabulary shard (1/tp of
+  // the tokens on average) into a partial sum that the reduce-scatter completes.
+  every_rank(OpKind::elementwise, {Phase::forward, -1, -1}, double(n * m.hidden) / tp, n, [&](int r) {
+    return RW{{embed(r).weights}, {split ? act(r, "x0.part", n, m.hidden) : layer_input(ctx, r, 0)}};
+  });
+  tp_exchange(OpKind::reduce_scatter, {Phase::forward, -1, -1},
+              [&](int r) { return RW{{act(r, "x0.part", n, m.hidden)}, {layer_input(ctx, r, 0)}}; });
   for (int l = 0; l < m.layers; ++l) {
-    zero3_gather(l, m.layer_params(), Phase::forward);
+    zero3_gather(l, layer_params, Phase::forward);
     layer_forward(ctx, l, ready);
   }
   // Final norm, LM head, cross-entropy; then their backward.
-  every_rank(OpKind::elementwise, {Phase::forward, -1, -1}, double(n * m.hidden) * kNormFlopsPerElement, n,
-             [&](int r) { return RW{{layer_input(ctx, r, m.layers), embed(r).weights}, {act(r, "xf", m.hidden)}}; });
-  every_rank(OpKind::gemm, {Phase::forward, -1, -1}, gemm_flops(n, m.vocab, m.hidden), n,
-             [&](int r) { return RW{{act(r, "xf", m.hidden), embed(r).weights}, {act(r, "logits", m.vocab)}}; });
-  every_rank(OpKind::elementwise, {Phase::forward, -1, -1}, double(n * m.vocab) * kSwigluFlopsPerElement, n,
-             [&](int r) { return RW{{act(r, "logits", m.vocab)}, {act(r, "loss", 1)}}; });
-  every_rank(OpKind::elementwise, {Phase::backward, -1, -1}, double(n * m.vocab) * kSwigluFlopsPerElement, n,
-             [&](int r) { return RW{{act(r, "logits", m.vocab), act(r, "loss", 1)}, {act(r, "dlogits", m.vocab)}}; });
-  every_rank(OpKind::gemm, {Phase::backward, -1, -1}, gemm_flops(n, m.vocab, m.hidden) * kGemmBwdFlopsRatio, n,
+  every_rank(OpKind::elementwise, {Phase::forward, -1, -1}, double(ns * m.hidden) * kNormFlopsPerElement, ns,
+             [&](int r) { return RW{{layer_input(ctx, r, m.layers), embed(r).weights}, {act(r, "xf", ns, m.hidden)}}; });
+  tp_exchange(OpKind::all_gather, {Phase::forward, -1, -1},
+              [&](int r) { return RW{{act(r, "xf", ns, m.hidden)}, {xf_full(r)}}; });
+  every_rank(OpKind::gemm, {Phase::forward, -1, -1}, gemm_flops(n, vocab, m.hidden), n,
+             [&](int r) { return RW{{xf_full(r), embed(r).weights}, {act(r, "logits", n, vocab)}}; });
+  every_rank(OpKind::elementwise, {Phase::forward, -1, -1}, double(n * vocab) * kSwigluFlopsPerElement, n,
+             [&](int r) { return RW{{act(r, "logits", n, vocab)}, {act(r, "loss", n, 1)}}; });
+  every_rank(OpKind::elementwise, {Phase::backward, -1, -1}, double(n * vocab) * kSwigluFlopsPerElement, n,
+             [&](int r) { return RW{{act(r, "logits", n, vocab), act(r, "loss", n, 1)}, {act(r, "dlogits", n, vocab)}}; });
+  every_rank(OpKind::gemm, {Phase::backward, -1, -1}, gemm_flops(n, vocab, m.hidden) * kGemmBwdFlopsRatio, n,
              [&](int r) {
-               return RW{{act(r, "dlogits", m.vocab), act(r, "xf", m.hidden), embed(r).weights},
-                         {act(r, "dxf", m.hidden), embed(r).grad}};
+               return RW{{act(r, "dlogits", n, vocab), xf_full(r), embed(r).weights}, {dxf_part(r), embed(r).grad}};
              });
-  every_rank(OpKind::elementwise, {Phase::backward, -1, -1}, double(n * m.hidden) * kNormFlopsPerElement, n,
+  tp_exchange(OpKind::reduce_scatter, {Phase::backward, -1, -1},
+              [&](int r) { return RW{{dxf_part(r)}, {act(r, "dxf", ns, m.hidden)}}; });
+  every_rank(OpKind::elementwise, {Phase::backward, -1, -1}, double(ns * m.hidden) * kNormFlopsPerElement, ns,
              [&](int r) {
-               return RW{{act(r, "dxf", m.hidden), layer_input(ctx, r, m.layers), embed(r).weights}, {dx(r)}};
+               return RW{{act(r, "dxf", ns, m.hidden), layer_input(ctx, r, m.layers), embed(r).weights}, {dx(r)}};
              });
 
   std::vector<OpId> last_grad;
   for (int l = m.layers - 1; l >= 0; --l) {
-    zero3_gather(l, m.layer_params(), Phase::backward);
+    zero3_gather(l, layer_params, Phase::backward);
     layer_backward(ctx, l, ready);
-    if (collectives) reduce_grads(ctx, l, m.layer_params(), ready, last_grad);  // overlaps the next layer
+    if (collectives) reduce_grads(ctx, l, layer_params, ready, last_grad);  // overlaps the next layer
   }
-  every_rank(OpKind::elementwise, {Phase::backward, -1, -1}, double(n * m.hidden), n,  // embedding grad scatter
-             [&](int r) { return RW{{dx(r)}, {embed(r).grad}}; });
+  // Embedding gradient: scattered into the rank's vocabulary shard from all local tokens.
+  tp_exchange(OpKind::all_gather, {Phase::backward, -1, -1},
+              [&](int r) { return RW{{dx(r)}, {act(r, "dx0.full", n, m.hidden)}}; });
+  every_rank(OpKind::elementwise, {Phase::backward, -1, -1}, double(n * m.hidden) / tp, n,  // embedding grad scatter
+             [&](int r) { return RW{{split ? act(r, "dx0.full", n, m.hidden) : dx(r)}, {embed(r).grad}}; });
   if (collectives) {
     reduce_grads(ctx, -1, embed_params, ready, last_grad);
     for (int r = 0; r < world; ++r) ready[size_t(r)].push_back(last_grad[size_t(r)]);
   }
-  // AdamW on the rank's shard of the parameters (all of them without ZeRO).
-  const double shard = double(m.params()) / (zero >= 1 ? world : 1);
+  // AdamW on the rank's shard of the parameters (all of its tensor shard without ZeRO).
+  const double shard = double(int64_t(m.layers) * layer_params + embed_params) / (zero >= 1 ? e.parallel.replicas() : 1);
   // Outside the layers, a per-layer buffer stands for every layer's instance.
   const bool sharded = zero >= 1 && collectives;
   every_rank(OpKind::elementwise, {Phase::optimizer, -1, -1}, shard * kAdamFlopsPerParam, 0, [&](int r) {
@@ -149,14 +183,10 @@ void training_step(StepContext& ctx, RankDeps& ready) {
   });
   if (collectives && (zero == 1 || zero == 2)) {  // updated shards back to every replica
     auto gather = [&](int l, int64_t params) {
-      auto ids = ctx.collective(ctx.world_group, OpKind::all_gather, param_bytes(params), {Phase::optimizer, l, -1},
-                                &RankStreams::dp, ready, 0);
-      for (size_t r = 0; r < ids.size(); ++r) {
-        const Params p = params_of(ctx, int(r), l);
-        ctx.access(ids[r], {p.shard}, {p.weights});
-      }
+      over_replicas(ctx, OpKind::all_gather, l, params, {Phase::optimizer, l, -1}, ready, &Params::shard,
+                    &Params::weights);
     };
-    for (int l = 0; l < m.layers; ++l) gather(l, m.layer_params());
+    for (int l = 0; l < m.layers; ++l) gather(l, layer_params);
     gather(-1, embed_params);
   }
 }

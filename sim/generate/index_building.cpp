@@ -49,15 +49,15 @@ IndexSizes index_sizes(const Experiment& e) {
   return s;
 }
 
-void emit_index_building(StepContext& ctx, int d, int h, schedule::Phase phase, int layer, RankDeps& ready) {
+void emit_index_building(StepContext& ctx, int d, int h, int t, schedule::Phase phase, int layer, RankDeps& ready) {
   const Experiment& e = ctx.e;
   const int cp = e.parallel.cp;
   const int64_t B = e.workload.batch, D = e.model.head_dim, Q = kIndexLastQueries;
-  const placement::HeadShard shard = placement::head_shard(e.model, e.parallel.hp, h);
+  const placement::HeadShard shard = placement::head_shard(e.model, e.parallel, h, t);
   const int64_t H = shard.heads, N = e.workload.seq_len / cp, S = e.workload.seq_len;
   const IndexSizes z = index_sizes(e);
   const Where where{phase, layer, -1};
-  const int group = ctx.context_groups[size_t(d * e.parallel.hp + h)];
+  const int group = ctx.context_groups[size_t(ctx.group_index(d, h, t))];
   // The last queries live with the context rank that owns the last token; the
   // scores are gathered to context rank 0 (calc_index: v_gather_rank = s_gather_rank = 0).
   int last = 0;
@@ -76,7 +76,7 @@ void emit_index_building(StepContext& ctx, int d, int h, schedule::Phase phase, 
   if (fresh) {
     buf.resize(static_cast<size_t>(cp));
     for (int c = 0; c < cp; ++c) {
-      const int r = ctx.rank(d, h, c);
+      const int r = ctx.rank(d, h, c, t);
       Bufs& x = buf[size_t(c)];
       auto work = [&](const std::string& name, DType dt, std::vector<int64_t> shape) {
         return ctx.buffer(r, "index." + name, BufferRole::index_work, dt, std::move(shape));
@@ -112,7 +112,7 @@ void emit_index_building(StepContext& ctx, int d, int h, schedule::Phase phase, 
   // A collective in the context group; reads/writes per context rank.
   auto collective = [&](OpKind k, int64_t bytes, int root, auto reads, auto writes) {
     auto ids = ctx.collective(group, k, bytes, where, &RankStreams::exchange, ready, 0,
-                              root < 0 ? -1 : ctx.rank(d, h, root));
+                              root < 0 ? -1 : ctx.rank(d, h, root, t));
     for (size_t i = 0; i < ids.size(); ++i) {
       const int c = ctx.coord[size_t(members[i])].c;
       ctx.access(ids[i], reads(c), writes(c));
@@ -122,7 +122,7 @@ void emit_index_building(StepContext& ctx, int d, int h, schedule::Phase phase, 
   auto compute = [&](bool root_only, double flops, int64_t bytes, auto io) {
     for (int c = 0; c < cp; ++c) {
       if (root_only && c != kRoot) continue;
-      const OpId id = ctx.compute(ctx.rank(d, h, c), OpKind::index_build, where, {flops, 0, Q * B, bytes}, ready);
+      const OpId id = ctx.compute(ctx.rank(d, h, c, t), OpKind::index_build, where, {flops, 0, Q * B, bytes}, ready);
       auto [reads, writes] = io(c);
       ctx.access(id, std::move(reads), std::move(writes));
     }
@@ -132,12 +132,12 @@ void emit_index_building(StepContext& ctx, int d, int h, schedule::Phase phase, 
   // Every rank's sums to the root, launched together there (torch.distributed.gather = NCCL sends/recvs).
   auto gather = [&](int64_t bytes, int Bufs::*src, std::vector<int> Bufs::*dst) {
     std::vector<OpId> recvs;
-    const int root = ctx.rank(d, h, kRoot);
+    const int root = ctx.rank(d, h, kRoot, t);
     const std::vector<OpId> root_ready = ready[size_t(root)];
     std::vector<OpId> sends;
     for (int c = 0; c < cp; ++c) {
       if (c == kRoot) continue;
-      const int r = ctx.rank(d, h, c);
+      const int r = ctx.rank(d, h, c, t);
       auto ids = ctx.b.p2p({r, ctx.streams[size_t(r)].exchange, root, ctx.streams[size_t(root)].exchange, bytes, where,
                             kTagIndexGather});
       ctx.b.add_deps(ids.send, ready[size_t(r)]);
@@ -209,14 +209,14 @@ void emit_index_building(StepContext& ctx, int d, int h, schedule::Phase phase, 
           [&](int c) { return std::pair{V{buf[size_t(c)].t.index}, V{buf[size_t(c)].t.index}}; });
 }
 
-void emit_backward_index_conversion(StepContext& ctx, int d, int h, schedule::Phase phase, int layer,
+void emit_backward_index_conversion(StepContext& ctx, int d, int h, int t, schedule::Phase phase, int layer,
                                     RankDeps& ready) {
   const Experiment& e = ctx.e;
   const int64_t cp = e.parallel.cp, B = e.workload.batch, nb = index_sizes(e).blocks;
-  const int64_t H = placement::head_shard(e.model, e.parallel.hp, h).heads;
+  const int64_t H = placement::head_shard(e.model, e.parallel, h, t).heads;
   const int64_t bytes = kColReverseBytesPerElement * cp * B * H * nb * nb;
   for (int c = 0; c < e.parallel.cp; ++c) {
-    const int r = ctx.rank(d, h, c);
+    const int r = ctx.rank(d, h, c, t);
     const OpId id = ctx.compute(r, OpKind::index_build, {phase, layer, -1}, {0.0, 0, ctx.local_tokens(), bytes}, ready);
     const int index = attention_tensors(ctx, r, phase).index;
     ctx.access(id, {index}, {index});

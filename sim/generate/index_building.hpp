@@ -31,14 +31,14 @@ IndexSizes index_sizes(const Experiment& e);
 
 // The index building of one context group (d, h) for `layer` in `phase`
 // (forward or recompute); ready[r] in/out as everywhere.
-void emit_index_building(StepContext& ctx, int d, int h, schedule::Phase phase, int layer, RankDeps& ready);
+void emit_index_building(StepContext& ctx, int d, int h, int t, schedule::Phase phase, int layer, RankDeps& ready);
 
 // The backward's conversion of the built slash block mask into per-column block lists
 // (`convert_blockmask_col_reverse`: once over the whole [cp, B, H, nb, nb] mask in
 // minfer_striped.py's `minfer_stripe_backward`; minfer_dr_striped.py converts each
 // step's share inside `block_attn_bwd`, the same bytes in cp launches): one
 // index_build op per rank of context group (d, h), before the ring backward.
-void emit_backward_index_conversion(StepContext& ctx, int d, int h, schedule::Phase phase, int layer,
+void emit_backward_index_conversion(StepContext& ctx, int d, int h, int t, schedule::Phase phase, int layer,
                                     RankDeps& ready);
 
 // p2p tag of the gathers to context rank 0.

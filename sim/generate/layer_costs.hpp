@@ -19,6 +19,19 @@ inline constexpr double kGemmBwdFlopsRatio = 2.0;
 
 inline double gemm_flops(int64_t m, int64_t n, int64_t k) { return 2.0 * double(m) * double(n) * double(k); }
 
+// Parameters one tensor-parallel rank holds (Megatron): 1/tp of every projection
+// (QKV and gate+up by columns, O and down by rows; experiment.cpp checks tp divides heads,
+// KV heads and the intermediate size), the norms whole; of the embedding and LM head a
+// vocabulary shard of ceil(vocab/tp) rows (Megatron pads the vocabulary to a multiple
+// of tp), the final norm whole. tp = 1: Model::layer_params() and the embedding's count.
+inline int64_t tp_vocab(const Model& m, int tp) { return (m.vocab + tp - 1) / tp; }
+inline int64_t tp_layer_params(const Model& m, int tp) {
+  return (m.layer_params() - m.layer_norm_params()) / tp + m.layer_norm_params();
+}
+inline int64_t tp_embed_params(const Model& m, int tp) {
+  return tp_vocab(m, tp) * m.hidden * (m.tied_embeddings ? 1 : 2) + m.hidden;
+}
+
 // FLOPs of the elementwise work counted per element: RMSNorm (square, sum,
 // scale, weight) and SwiGLU (silu + product), AdamW (about 10 per parameter).
 inline constexpr double kNormFlopsPerElement = 4.0;

@@ -130,7 +130,7 @@ const RingBuffers& ring_buffers(StepContext& ctx, int r, schedule::Phase phase, 
 OpId emit_merge(StepContext& ctx, int r, const RingBuffers& b, schedule::Where where, bool backward, OpId arrived_op,
                 int arrived, int part, OpId attention) {
   const Experiment& e = ctx.e;
-  const placement::HeadShard s = placement::head_shard(e.model, e.parallel.hp, ctx.coord[size_t(r)].h);
+  const placement::HeadShard s = ctx.heads_of(r);
   const int64_t T = e.workload.seq_len / e.parallel.cp;
   const int D = e.model.head_dim, B = e.workload.batch;
   const int64_t bytes = backward ? merge_bwd_bytes(T, s.heads, s.kv_heads, D, B, arrived >= 0, e.parallel.grad_comm_dtype)
@@ -155,7 +155,7 @@ OpId emit_merge(StepContext& ctx, int r, const RingBuffers& b, schedule::Where w
 // carries the sum (it adds its reads), so this writes nothing.
 OpId emit_outer_add(StepContext& ctx, int r, schedule::Where where, std::vector<OpId> deps, int round, int arrived) {
   const Experiment& e = ctx.e;
-  const placement::HeadShard s = placement::head_shard(e.model, e.parallel.hp, ctx.coord[size_t(r)].h);
+  const placement::HeadShard s = ctx.heads_of(r);
   const int64_t T = e.workload.seq_len / e.parallel.cp;
   const int64_t bytes =
       outer_dkv_add_bytes(T, s.kv_heads, e.model.head_dim, e.workload.batch, e.parallel.grad_comm_dtype);
@@ -168,24 +168,24 @@ OpId emit_outer_add(StepContext& ctx, int r, schedule::Where where, std::vector<
 int inner_next(const Ring& g, int c) { return g.at(g.pos[size_t(c)].first, g.pos[size_t(c)].second + 1); }
 int outer_next(const Ring& g, int c) { return g.at(g.pos[size_t(c)].first + 1, g.pos[size_t(c)].second); }
 
-void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer, bool backward, RankDeps& ready) {
+void emit_group(StepContext& ctx, int d, int h, int tr, schedule::Phase phase, int layer, bool backward, RankDeps& ready) {
   const Experiment& e = ctx.e;
-  const RingLayout& l = ctx.layout(d, h);
+  const RingLayout& l = ctx.layout(d, h, tr);
   const int cp = e.parallel.cp, O = l.outer(), I = l.inner();
   Ring g;
   g.l = &l;
   g.rank.resize(static_cast<size_t>(cp));
   g.pos.resize(static_cast<size_t>(cp));
-  for (int c = 0; c < cp; ++c) g.rank[size_t(c)] = ctx.rank(d, h, c);
+  for (int c = 0; c < cp; ++c) g.rank[size_t(c)] = ctx.rank(d, h, c, tr);
   for (int o = 0; o < O; ++o)
     for (int i = 0; i < I; ++i) g.pos[size_t(l.rings[size_t(o)][size_t(i)])] = {o, i};
 
-  const placement::HeadShard shard = placement::head_shard(e.model, e.parallel.hp, h);
+  const placement::HeadShard shard = placement::head_shard(e.model, e.parallel, h, tr);
   const int batch = e.workload.batch, dim = e.model.head_dim;
   const int64_t ctx_tokens = e.workload.seq_len / cp;
   const int64_t kv = kv_message_bytes(ctx_tokens, shard.kv_heads, dim, batch);
   const int64_t dkv = dkv_message_bytes(ctx_tokens, shard.kv_heads, dim, batch, e.parallel.grad_comm_dtype);
-  const auto& work = ctx.work.pairs(layer, h);
+  const auto& work = ctx.work.pairs(layer, tr * e.parallel.hp + h);  // tr: the tensor rank
   const OpKind attn = backward ? OpKind::attn_bwd : OpKind::attn_fwd;
   const schedule::IndexSource index = ctx.patterns_dynamic ? schedule::IndexSource::built
                                       : ctx.patterns_sparse ? schedule::IndexSource::pattern
@@ -345,7 +345,8 @@ void emit_group(StepContext& ctx, int d, int h, schedule::Phase phase, int layer
 
 void emit_ring(StepContext& ctx, schedule::Phase phase, int layer, bool backward, RankDeps& ready) {
   for (int d = 0; d < ctx.e.parallel.dp; ++d)
-    for (int h = 0; h < ctx.e.parallel.hp; ++h) emit_group(ctx, d, h, phase, layer, backward, ready);
+    for (int h = 0; h < ctx.e.parallel.hp; ++h)
+      for (int t = 0; t < ctx.e.parallel.tp; ++t) emit_group(ctx, d, h, t, phase, layer, backward, ready);
 }
 
 }  // namespace rm::generate

@@ -25,7 +25,8 @@ StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityM
   coord.resize(size_t(p.world()));
   for (int d = 0; d < p.dp; ++d)
     for (int h = 0; h < p.hp; ++h)
-      for (int c = 0; c < p.cp; ++c) coord[size_t(rank(d, h, c))] = {d, h, c};
+      for (int c = 0; c < p.cp; ++c)
+        for (int t = 0; t < p.tp; ++t) coord[size_t(rank(d, h, c, t))] = {d, h, c, t};
   for (int r = 0; r < p.world(); ++r) b.add_rank(r);
 
   auto crosses = [&](int r, const std::vector<int>& peers) {
@@ -33,41 +34,56 @@ StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityM
       if (!topo.same_node(r, q)) return true;
     return false;
   };
+  // Group names carry t only with tp > 1, so that tp = 1 schedules are what they were.
+  auto suffix = [&](int t) { return p.tp > 1 ? fmt::format("t{}", t) : std::string(); };
   for (int d = 0; d < p.dp; ++d)
-    for (int h = 0; h < p.hp; ++h) {
-      auto gpus = map.context_group(d, h);
-      layouts.push_back(kind->layout(gpus, topo));
-      context_groups.push_back(b.add_group(gpus, fmt::format("cp_d{}h{}", d, h)));
-      shuffle_groups.emplace_back();
-      if (shuffle() == Shuffle::stripe) shuffle_groups.back().push_back(context_groups.back());
-      if (shuffle() == Shuffle::zigzag)
-        for (int c = 0; c <= (p.cp - 1) / 2; ++c) {
-          std::vector<int> pair{gpus[size_t(c)]};
-          if (p.cp - 1 - c != c) pair.push_back(gpus[size_t(p.cp - 1 - c)]);
-          shuffle_groups.back().push_back(b.add_group(pair, fmt::format("zz_d{}h{}c{}", d, h, c)));
-        }
-    }
+    for (int h = 0; h < p.hp; ++h)
+      for (int t = 0; t < p.tp; ++t) {
+        auto gpus = map.context_group(d, h, t);
+        layouts.push_back(kind->layout(gpus, topo));
+        context_groups.push_back(b.add_group(gpus, fmt::format("cp_d{}h{}{}", d, h, suffix(t))));
+        shuffle_groups.emplace_back();
+        if (shuffle() == Shuffle::stripe) shuffle_groups.back().push_back(context_groups.back());
+        if (shuffle() == Shuffle::zigzag)
+          for (int c = 0; c <= (p.cp - 1) / 2; ++c) {
+            std::vector<int> pair{gpus[size_t(c)]};
+            if (p.cp - 1 - c != c) pair.push_back(gpus[size_t(p.cp - 1 - c)]);
+            shuffle_groups.back().push_back(b.add_group(pair, fmt::format("zz_d{}h{}c{}{}", d, h, c, suffix(t))));
+          }
+      }
   for (int d = 0; d < p.dp; ++d)
-    for (int c = 0; c < p.cp; ++c) head_groups.push_back(b.add_group(map.head_group(d, c), fmt::format("hp_d{}c{}", d, c)));
+    for (int c = 0; c < p.cp; ++c)
+      for (int t = 0; t < p.tp; ++t)
+        head_groups.push_back(b.add_group(map.head_group(d, c, t), fmt::format("hp_d{}c{}{}", d, c, suffix(t))));
+  if (p.tp > 1)
+    for (int d = 0; d < p.dp; ++d)
+      for (int h = 0; h < p.hp; ++h)
+        for (int c = 0; c < p.cp; ++c)
+          tensor_groups.push_back(b.add_group(map.tensor_group(d, h, c), fmt::format("tp_d{}h{}c{}", d, h, c)));
   std::vector<int> all(size_t(p.world()));
   for (int r = 0; r < p.world(); ++r) all[size_t(r)] = r;
-  world_group = b.add_group(all, "world");
+  for (int t = 0; t < p.tp; ++t) {
+    std::vector<int> replicas;
+    for (int r = 0; r < p.world(); ++r)
+      if (coord[size_t(r)].t == t) replicas.push_back(r);
+    replica_groups.push_back(b.add_group(replicas, p.tp > 1 ? fmt::format("replicas_t{}", t) : "world"));
+  }
 
   const bool exchange = p.hp > 1 || (p.cp > 1 && (shuffles() || patterns.dynamic()));
-  const bool dp = e.scope == Scope::step && p.world() > 1;
+  const bool dp = e.scope == Scope::step && p.replicas() > 1;
   streams.resize(size_t(p.world()));
   for (int r = 0; r < p.world(); ++r) {
     const Coord& x = coord[size_t(r)];
-    const RingLayout& l = layout(x.d, x.h);
+    const RingLayout& l = layout(x.d, x.h, x.t);
     RankStreams& s = streams[size_t(r)];
     auto kind_of = [&](const std::vector<int>& peers) {
       return crosses(r, peers) ? StreamKind::comm_inter : StreamKind::comm_intra;
     };
     s.compute = b.add_stream(r, StreamKind::compute, "compute");
     if (exchange) {
-      std::vector<int> peers = map.head_group(x.d, x.c);
+      std::vector<int> peers = map.head_group(x.d, x.c, x.t);
       if (p.cp > 1 && (shuffles() || patterns.dynamic())) {
-        auto cg = map.context_group(x.d, x.h);
+        auto cg = map.context_group(x.d, x.h, x.t);
         peers.insert(peers.end(), cg.begin(), cg.end());
       }
       s.exchange = b.add_stream(r, kind_of(peers), "exchange");
@@ -77,7 +93,8 @@ StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityM
       for (int i = 0; i < l.inner(); ++i) {
         if (l.rings[size_t(o)][size_t(i)] != x.c) continue;
         auto gpu_at = [&](int oo, int ii) {
-          return rank(x.d, x.h, l.rings[size_t((oo + l.outer()) % l.outer())][size_t((ii + l.inner()) % l.inner())]);
+          return rank(x.d, x.h, l.rings[size_t((oo + l.outer()) % l.outer())][size_t((ii + l.inner()) % l.inner())],
+                      x.t);
         };
         if (l.inner() > 1) {
           const StreamKind k = kind_of({gpu_at(o, i - 1), gpu_at(o, i + 1)});
@@ -90,7 +107,13 @@ StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityM
           if (has_backward()) s.dkv_outer = b.add_stream(r, k, "dkv_outer");
         }
       }
-    if (dp) s.dp = b.add_stream(r, kind_of(all), "dp");
+    if (dp) {
+      std::vector<int> replicas;  // the rank's replica group
+      for (int q : all)
+        if (coord[size_t(q)].t == x.t) replicas.push_back(q);
+      s.dp = b.add_stream(r, kind_of(replicas), "dp");
+    }
+    if (p.tp > 1) s.tp = b.add_stream(r, kind_of(map.tensor_group(x.d, x.h, x.c)), "tp");
   }
 }
 

@@ -1,5 +1,5 @@
 // What the pieces of a step generator share while one training step is built:
-// the builder, which (d, h, c) each rank is (rank id = GPU index), its
+// the builder, which (d, h, c, t) each rank is (rank id = GPU index), its
 // streams, the process groups, the ring layout of every context group and
 // the attention work cache. Pieces hand each other "ready" lists: per rank,
 // the ops that must end before the next piece may start on that rank.
@@ -31,7 +31,7 @@ inline schedule::DType grad_dtype(const Experiment& e) {
 }
 
 struct Coord {
-  int d = 0, h = 0, c = 0;
+  int d = 0, h = 0, c = 0, t = 0;  // t: the tensor-parallel rank inside the (d, h, c) rank's group
 };
 
 // Stream ids of one rank; -1 where the schedule does not need the stream.
@@ -44,6 +44,7 @@ struct RankStreams {
   int dkv_inner = -1;  // dK/dV travelling with their block, on their own communicators
   int dkv_outer = -1;
   int dp = -1;         // gradient and ZeRO parameter collectives
+  int tp = -1;         // tensor parallelism's all-gathers and reduce-scatters (inside the node)
 };
 
 struct StepContext {
@@ -51,8 +52,16 @@ struct StepContext {
   StepContext(const Experiment& experiment, const sparsity::SparsityModel& patterns, const topology::Topology& topology,
               placement::WorkCache* cache = nullptr);
 
-  int rank(int d, int h, int c) const { return map.gpu(d, h, c); }
-  const RingLayout& layout(int d, int h) const { return layouts[size_t(d * e.parallel.hp + h)]; }
+  int rank(int d, int h, int c, int t) const { return map.gpu(d, h, c, t); }
+  // Context groups (one ring each) are per (d, h, t): every tensor rank runs the ring
+  // over its own heads, as Megatron's context parallelism does.
+  int group_index(int d, int h, int t) const { return (d * e.parallel.hp + h) * e.parallel.tp + t; }
+  const RingLayout& layout(int d, int h, int t) const { return layouts[size_t(group_index(d, h, t))]; }
+  // The heads rank r's attention covers (its head rank's, its tensor rank's share).
+  placement::HeadShard heads_of(int r) const {
+    const Coord& x = coord[size_t(r)];
+    return placement::head_shard(e.model, e.parallel, x.h, x.t);
+  }
   // How the ring's token order is reached inside every attention call
   // (parallel.shuffle = per_call): stripe / balanced by an all-to-all in the
   // context group, zigzag by an all-to-all in each pair {c, cp-1-c} (each rank
@@ -62,10 +71,15 @@ struct StepContext {
   Shuffle shuffle() const { return shuffle_of(e.parallel); }
   bool shuffles() const { return shuffle() != Shuffle::none; }
   bool has_backward() const { return e.scope != Scope::attention_fwd; }
-  // Local tokens of a rank before any exchange (batch included).
+  // Local tokens of a rank before any exchange (batch included): what the dense
+  // layer's GEMMs see (with tp > 1, after the tensor group's all-gather).
   int64_t local_tokens() const {
     return e.workload.seq_len / (int64_t(e.parallel.cp) * e.parallel.hp) * e.workload.batch;
   }
+  // Tokens of a rank in the sequence-parallel regions (norms, residual stream): its
+  // 1/tp share of local_tokens() (all of them with tp = 1).
+  int64_t sp_tokens() const { return local_tokens() / e.parallel.tp; }
+  bool tensor_parallel() const { return e.parallel.tp > 1; }
 
   // One op per member of `group` on stream `which`, each after ready[member]; ready[member]
   // becomes that op. Returns the ops in member order.
@@ -92,11 +106,14 @@ struct StepContext {
   AttentionWork work;
   schedule::ScheduleBuilder b;
   std::vector<Coord> coord;         // per rank
-  std::vector<RingLayout> layouts;  // per (d, h)
-  std::vector<int> context_groups;  // per (d, h)
-  std::vector<std::vector<int>> shuffle_groups;  // per (d, h): the groups the shuffle's all-to-alls run in
-  std::vector<int> head_groups;     // per (d, c)
-  int world_group = -1;
+  std::vector<RingLayout> layouts;  // per (d, h, t), group_index
+  std::vector<int> context_groups;  // per (d, h, t), group_index
+  std::vector<std::vector<int>> shuffle_groups;  // per (d, h, t): the groups the shuffle's all-to-alls run in
+  std::vector<int> head_groups;     // per (d, c, t)
+  std::vector<int> tensor_groups;   // per (d, h, c) with tp > 1
+  // Per tensor rank t: every rank holding the same weight shard (the whole world with
+  // tp = 1), over which gradients are reduced and ZeRO shards.
+  std::vector<int> replica_groups;
   std::vector<RankStreams> streams;  // per rank
   BufferMemo memo;                   // buffer ids by rank, reused by every layer and pass
 

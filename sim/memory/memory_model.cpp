@@ -48,7 +48,7 @@ std::pair<int, int> ring_shape(const Experiment& e) {
       return {p.cp / p.window, p.window};
     case RingKind::hierarchical: {
       std::map<int, int> per_node;
-      for (int g : placement::DeviceMap(p).context_group(0, 0)) ++per_node[g / e.cluster.gpus_per_node];
+      for (int g : placement::DeviceMap(p).context_group(0, 0, 0)) ++per_node[g / e.cluster.gpus_per_node];
       const int inner = per_node.begin()->second;
       for (const auto& [node, n] : per_node)
         if (n != inner)

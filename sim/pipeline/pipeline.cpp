@@ -47,8 +47,9 @@ void check_schedule_fits(const schedule::Schedule& s, const Experiment& e, const
     other = r.id;
   }
   if (int64_t(s.ranks.size()) != e.parallel.world())
-    throw ConfigError(fmt::format("{}: the Schedule has {} ranks, its experiment dp*hp*cp = {}*{}*{} = {}", path,
-                                  s.ranks.size(), e.parallel.dp, e.parallel.hp, e.parallel.cp, e.parallel.world()));
+    throw ConfigError(fmt::format("{}: the Schedule has {} ranks, its experiment dp*tp*hp*cp = {}*{}*{}*{} = {}", path,
+                                  s.ranks.size(), e.parallel.dp, e.parallel.tp, e.parallel.hp, e.parallel.cp,
+                                  e.parallel.world()));
 }
 
 LoadedSchedule load_schedule_file(const std::string& path, const ConfigStore& store) {

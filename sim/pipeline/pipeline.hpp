@@ -39,7 +39,7 @@ struct LoadedSchedule {
 };
 LoadedSchedule load_schedule_file(const std::string& path, const ConfigStore& store);
 // Throws ConfigError naming the file and rank unless every rank is on its own GPU
-// of the experiment's cluster and there are dp*hp*cp ranks (load_schedule_file runs it).
+// of the experiment's cluster and there are dp*tp*hp*cp ranks (load_schedule_file runs it).
 void check_schedule_fits(const schedule::Schedule& s, const Experiment& e, const std::string& path);
 
 struct Simulation {

@@ -64,13 +64,14 @@ ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityMo
   ImbalanceReport rep;
   for (int l = 0; l < m.layers(); ++l) rep.block_sparsity += m.block_sparsity(l, shape) / m.layers();
 
-  // Every head rank's context group (data-parallel replicas repeat the same work).
+  // Every head rank's context group (data-parallel replicas repeat the same work;
+  // with tp > 1, tensor rank 0's, on its share of the heads).
   const placement::DeviceMap dm(P);
   const auto kind = placement::make_attention_kind(e);
   std::vector<std::vector<int>> groups;
   std::vector<placement::RingLayout> layouts;
   for (int h = 0; h < P.hp; ++h) {
-    groups.push_back(dm.context_group(0, h));
+    groups.push_back(dm.context_group(0, h, 0));
     layouts.push_back(kind->layout(groups.back(), topo));
   }
   const int K = P.cp, G = P.hp * P.cp;
@@ -78,7 +79,7 @@ ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityMo
   // The slowest K/V transfer into each step k >= 1, contention-free; all head
   // ranks hold as many KV heads, so head rank 0 sizes the message.
   const double bytes =
-      cost::kv_bytes(e.workload.seq_len / P.cp, placement::head_shard(e.model, P.hp, 0).kv_heads, e.model.head_dim,
+      cost::kv_bytes(e.workload.seq_len / P.cp, placement::head_shard(e.model, P, 0, 0).kv_heads, e.model.head_dim,
                      e.workload.batch);
   std::vector<double> transfer(static_cast<size_t>(K), 0.0);
   for (int h = 0; h < P.hp; ++h) {
@@ -122,7 +123,7 @@ ImbalanceReport imbalance_report(const Experiment& e, const sparsity::SparsityMo
       // batch included, as on the ops; [0]: the diagonal (causal) calls, [1]: the others
       double flops_sum[2] = {0, 0}, blocks_sum[2] = {0, 0};
       for (int h = 0; h < P.hp; ++h) {
-        const auto costs = work.head_rank_pairs(m, l, placement::head_shard(e.model, P.hp, h), ranks, shape);
+        const auto costs = work.head_rank_pairs(m, l, placement::head_shard(e.model, P, h, 0), ranks, shape);
         const auto& src = layouts[size_t(h)].sources;
         for (int c = 0; c < P.cp; ++c)
           for (int k = 0; k < K; ++k) {

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -39,6 +41,65 @@ std::vector<size_t> best_k(const std::vector<PlanCandidate>& c, size_t k) {
   std::sort(ok.begin(), ok.end(), better);
   if (ok.size() > k) ok.resize(k);
   return ok;
+}
+
+// The k best outcomes (time per token, then index).
+std::vector<size_t> best_of(const std::vector<Outcome>& out, const std::vector<double>& tokens, size_t k) {
+  std::vector<size_t> ok;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i].ok) ok.push_back(i);
+  auto t = [&](size_t i) { return out[i].report.step_time_s / tokens[i]; };
+  std::stable_sort(ok.begin(), ok.end(), [&](size_t a, size_t b) { return t(a) < t(b); });
+  if (ok.size() > k) ok.resize(k);
+  return ok;
+}
+
+// Best-first branch and bound: simulates, a batch at a time, the points in
+// order of their floor (seconds per token) while the floor is at most the
+// k-th best time per token simulated so far (prune false: all of them).
+// Points already done count as simulated. Returns how many it simulated.
+int64_t best_first(const std::vector<const Experiment*>& pts, const std::vector<double>& floor,
+                   const std::vector<double>& tokens, std::vector<Outcome>& out, std::vector<char>& done, size_t k,
+                   bool prune, int batch_size, const EvaluateOptions& eo,
+                   const std::function<void(int64_t, int64_t)>& progress) {
+  std::vector<size_t> order(pts.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return floor[a] < floor[b]; });
+  std::multiset<double> best;  // the k best times per token so far
+  auto add = [&](size_t i) {
+    if (!out[i].ok) return;
+    best.insert(out[i].report.step_time_s / tokens[i]);
+    if (best.size() > k) best.erase(std::prev(best.end()));
+  };
+  for (size_t i = 0; i < pts.size(); ++i)
+    if (done[i]) add(i);
+  int64_t simulated = 0;
+  size_t next = 0;
+  while (next < order.size()) {
+    const double bound = prune && best.size() >= k ? *best.rbegin() : std::numeric_limits<double>::infinity();
+    std::vector<size_t> batch;
+    while (next < order.size() && batch.size() < size_t(std::max(1, batch_size))) {
+      const size_t i = order[next];
+      if (floor[i] > bound) break;  // and every later one: the order is by floor
+      ++next;
+      if (!done[i]) batch.push_back(i);
+    }
+    if (batch.empty()) {
+      if (next < order.size()) break;  // the rest is above the k-th best
+      continue;
+    }
+    std::vector<Experiment> run;
+    for (size_t i : batch) run.push_back(*pts[i]);
+    std::vector<Outcome> r = evaluate(run, eo);
+    for (size_t j = 0; j < batch.size(); ++j) {
+      out[batch[j]] = std::move(r[j]);
+      done[batch[j]] = 1;
+      add(batch[j]);
+    }
+    simulated += int64_t(batch.size());
+    progress(int64_t(next), int64_t(order.size()));
+  }
+  return simulated;
 }
 
 }  // namespace
@@ -131,19 +192,7 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
   eo.engine = engine::EngineKind::analytic;
   eo.jobs = o.jobs;
   eo.sessions = &sessions;
-  std::vector<bool> done(cand.size(), false);
-  auto run_batch = [&](const std::vector<size_t>& ids) {
-    std::vector<Experiment> pts;
-    for (size_t i : ids) pts.push_back(*exp_of[i]);
-    std::vector<Outcome> out = evaluate(pts, eo);
-    for (size_t j = 0; j < ids.size(); ++j) {
-      PlanCandidate& c = cand[ids[j]];
-      c.analytic = std::move(out[j]);
-      done[ids[j]] = true;
-      ++st.simulated;
-      if (!c.analytic.ok && st.failed++ == 0) st.first_failure = c.analytic.error;
-    }
-  };
+  const size_t k = size_t(std::max(1, o.top_k));
 
   // 3. The seed: the experiment's own layout, the first incumbent.
   const Layout seed_layout = layout_of(base);
@@ -153,60 +202,123 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
   size_t seed_id = cand.size();
   for (size_t i = 0; i < cand.size(); ++i)
     if (same_layout(cand[i].layout, seed_layout)) seed_id = i;
-  res.seed_in_space = seed_id < cand.size() || std::any_of(space.layouts.begin(), space.layouts.end(), [&](const Layout& l) {
-                        return same_layout(l, seed_layout);
-                      });
+  res.seed_in_space = std::any_of(space.layouts.begin(), space.layouts.end(),
+                                  [&](const Layout& l) { return same_layout(l, seed_layout); });
   progress("simulating the experiment's own layout", 0, 1);
+  res.seed.analytic = evaluate({base}, eo)[0];
+  if (!res.seed_in_space) ++st.simulated;
+
+  // The full-step stage: every candidate, or those the layer screen keeps.
+  std::vector<const Experiment*> pts(cand.size());
+  std::vector<double> tokens(cand.size());
+  for (size_t i = 0; i < cand.size(); ++i) {
+    pts[i] = exp_of[i];
+    tokens[i] = cand[i].tokens;
+  }
+  std::vector<Outcome> out(cand.size());
+  std::vector<char> done(cand.size(), 0), wanted(cand.size(), 1);
   if (seed_id < cand.size()) {
-    run_batch({seed_id});
-    res.seed.analytic = cand[seed_id].analytic;
-    res.seed.index = cand[seed_id].index;
-  } else {
-    res.seed.analytic = evaluate({base}, eo)[0];
+    out[seed_id] = res.seed.analytic;
+    done[seed_id] = 1;
     ++st.simulated;
   }
 
-  // The mask's FLOPs, from the seed or the first layout that simulates.
+  // 4a. The screen: one decoder layer (forward, recomputation, backward) of
+  // every layout, ZeRO stage aside, best first by the layer's floor; the
+  // screen_keep best go on to full steps.
+  const bool screening = o.screen && base.scope == Scope::step;
+  if (screening) {
+    nlohmann::json lj = base.resolved;
+    lj["scope"] = "layer";
+    const Experiment base_layer = parse_experiment(std::move(lj), base.source, base.workload.pattern_base_dir, store);
+    std::map<std::string, size_t> key_of;
+    std::vector<Experiment> layer_exps;
+    std::vector<size_t> screen_of(cand.size());
+    std::vector<double> layer_tokens;
+    for (size_t i = 0; i < cand.size(); ++i) {
+      Layout l = cand[i].layout;
+      l.zero_stage = seed_layout.zero_stage;  // a layer alone holds no optimizer step
+      const std::string key = layout_json(l).dump();
+      auto [it, fresh] = key_of.emplace(key, layer_exps.size());
+      if (fresh) {
+        layer_exps.push_back(apply_layout(base_layer, l, store));
+        layer_tokens.push_back(cand[i].tokens);
+      }
+      screen_of[i] = it->second;
+    }
+    std::vector<const Experiment*> lpts(layer_exps.size());
+    for (size_t j = 0; j < layer_exps.size(); ++j) lpts[j] = &layer_exps[j];
+    std::vector<Outcome> lout(layer_exps.size());
+    std::vector<char> ldone(layer_exps.size(), 0);
+    // The mask of the screened layer, from the seed's layer (or the first that runs).
+    double lmask = -1;
+    {
+      Experiment seed_layer = base_layer;
+      const Outcome so = evaluate({seed_layer}, eo)[0];
+      ++st.screened;
+      if (so.ok) lmask = mask_fwd_flops_per_sequence(seed_layer, so.report);
+    }
+    for (size_t j = 0; lmask < 0 && j < layer_exps.size(); ++j) {
+      lout[j] = evaluate({layer_exps[j]}, eo)[0];
+      ldone[j] = 1;
+      ++st.screened;
+      if (lout[j].ok) lmask = mask_fwd_flops_per_sequence(layer_exps[j], lout[j].report);
+    }
+    if (lmask < 0) throw ConfigError(fmt::format("plan: no layout could be simulated (first refusal: {})", lout[0].error));
+    std::vector<double> lfloor(layer_exps.size());
+    for (size_t j = 0; j < layer_exps.size(); ++j) lfloor[j] = compute_floor(layer_exps[j], lmask).total() / layer_tokens[j];
+    const size_t keep = size_t(o.screen_keep > 0 ? o.screen_keep : std::max<int>(8, 3 * int(k)));
+    st.screened += best_first(lpts, lfloor, layer_tokens, lout, ldone, keep, o.prune, o.batch, eo,
+                              [&](int64_t d, int64_t t) { progress("screening layouts (one layer, analytic)", d, t); });
+    st.screen_points = int64_t(layer_exps.size());
+    const std::vector<size_t> kept = best_of(lout, layer_tokens, keep);
+    std::vector<char> is_kept(layer_exps.size(), 0);
+    for (size_t j : kept) is_kept[j] = 1;
+    for (size_t i = 0; i < cand.size(); ++i) wanted[i] = is_kept[screen_of[i]] || done[i];
+  }
+
+  // The mask's FLOPs for the step floor, from the seed or the first layout that simulates.
   double mask = -1;
   if (res.seed.analytic.ok) mask = mask_fwd_flops_per_sequence(base, res.seed.analytic.report);
   for (size_t i = 0; mask < 0 && i < cand.size(); ++i) {
-    if (!done[i]) run_batch({i});
-    if (cand[i].analytic.ok) mask = mask_fwd_flops_per_sequence(*exp_of[i], cand[i].analytic.report);
+    if (!wanted[i]) continue;
+    if (!done[i]) {
+      out[i] = evaluate({*pts[i]}, eo)[0];
+      done[i] = 1;
+      ++st.simulated;
+    }
+    if (out[i].ok) mask = mask_fwd_flops_per_sequence(*pts[i], out[i].report);
   }
   if (mask < 0)
-    throw ConfigError(fmt::format("plan: no layout could be simulated (first refusal: {})", st.first_failure));
+    throw ConfigError(fmt::format("plan: no layout could be simulated (first refusal: {})",
+                                  res.seed.analytic.ok ? out[0].error : res.seed.analytic.error));
 
-  // 4. Best first by the floor per token.
-  std::vector<size_t> order(cand.size());
-  for (size_t i = 0; i < cand.size(); ++i) cand[i].floor = compute_floor(*exp_of[i], mask);
-  std::iota(order.begin(), order.end(), size_t(0));
-  auto floor_per_token = [&](size_t i) { return cand[i].floor.total() / cand[i].tokens; };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return floor_per_token(a) < floor_per_token(b); });
-  const size_t k = size_t(std::max(1, o.top_k));
-  auto kth_best = [&]() {
-    const std::vector<size_t> b = best_k(cand, k);
-    return b.size() < k ? std::numeric_limits<double>::infinity() : cand[b.back()].analytic_time_per_token();
-  };
-  size_t next = 0;
-  const int64_t total = int64_t(cand.size());
-  while (next < order.size()) {
-    const double bound = o.prune ? kth_best() : std::numeric_limits<double>::infinity();
-    std::vector<size_t> batch;
-    while (next < order.size() && batch.size() < size_t(std::max(1, o.batch))) {
-      const size_t i = order[next];
-      if (floor_per_token(i) > bound) break;  // and every later one: the order is by floor
-      ++next;
-      if (!done[i]) batch.push_back(i);
-    }
-    if (batch.empty()) {
-      if (next < order.size()) break;  // the rest is above the K-th best
-      continue;
-    }
-    run_batch(batch);
-    progress("simulating layouts (analytic)", int64_t(next), total);
-  }
+  // 4b. Best first by the step's floor per token over the wanted candidates.
+  std::vector<size_t> ids;
   for (size_t i = 0; i < cand.size(); ++i)
-    if (!done[i]) ++st.pruned_bound;
+    if (wanted[i]) ids.push_back(i);
+    else ++st.screened_out;
+  std::vector<const Experiment*> fpts;
+  std::vector<double> ffloor, ftokens;
+  std::vector<Outcome> fout;
+  std::vector<char> fdone;
+  for (size_t i : ids) {
+    cand[i].floor = compute_floor(*pts[i], mask);
+    fpts.push_back(pts[i]);
+    ffloor.push_back(cand[i].floor.total() / tokens[i]);
+    ftokens.push_back(tokens[i]);
+    fout.push_back(std::move(out[i]));
+    fdone.push_back(done[i]);
+  }
+  st.simulated += best_first(fpts, ffloor, ftokens, fout, fdone, k, o.prune, o.batch, eo,
+                             [&](int64_t d, int64_t t) { progress("simulating full steps (analytic)", d, t); });
+  for (size_t j = 0; j < ids.size(); ++j) {
+    PlanCandidate& c = cand[ids[j]];
+    c.analytic = std::move(fout[j]);
+    if (!fdone[j]) ++st.pruned_bound;
+    else if (!c.analytic.ok && st.failed++ == 0) st.first_failure = c.analytic.error;
+  }
+  if (seed_id < cand.size()) res.seed.index = cand[seed_id].index;
 
   std::vector<size_t> top = best_k(cand, k);
   if (top.empty())

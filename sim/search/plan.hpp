@@ -36,6 +36,13 @@ struct PlanOptions {
   bool confirm_simgrid = true;  // re-simulate the K best with SimGrid
   int jobs = 0;                 // analytic worker threads; 0 = every core
   bool prune = true;            // false: simulate every layout that fits (the oracle)
+  // With scope `step`: first simulate one decoder layer of every layout (the
+  // screen, ~1/30 of a step's ops; the ZeRO stage set aside) and simulate full
+  // steps only for the layouts of the screen_keep best layers. A heuristic (a
+  // layer is not the step: the LM head, optimizer and ZeRO traffic are left
+  // out), off for an exact search.
+  bool screen = true;
+  int screen_keep = 0;          // 0: max(8, 3 x top_k)
   // Layouts simulated per batch of the best-first search: fixed, so what is
   // simulated (and printed) does not depend on the number of threads.
   int batch = 8;
@@ -63,8 +70,11 @@ struct PlanStats {
   int64_t enumerated = 0;     // points of the space before any check
   int64_t invalid = 0;        // refused by the parser or the generator
   int64_t oom = 0;            // do not fit in GPU memory
-  int64_t pruned_bound = 0;   // skipped: compute floor above the K-th best
-  int64_t simulated = 0;      // analytic simulations (the seed included)
+  int64_t screen_points = 0;  // distinct layers the screen could simulate
+  int64_t screened = 0;       // layer simulations of the screen
+  int64_t screened_out = 0;   // layouts whose layer did not make the screen's best
+  int64_t pruned_bound = 0;   // skipped: compute floor above the K-th best full step
+  int64_t simulated = 0;      // full-step analytic simulations (the seed included)
   int64_t failed = 0;         // simulations that refused to run (e.g. too large for this machine)
   int64_t confirmed = 0;      // SimGrid simulations
   bool memory_modelled = false;

@@ -19,12 +19,14 @@ double rank_gemm_flops(const Experiment& e) {
   const Model& m = e.model;
   const Parallel& p = e.parallel;
   if (e.scope == Scope::attention_fwd || e.scope == Scope::attention_fwd_bwd) return 0;
-  const int64_t tokens = e.workload.seq_len / (int64_t(p.cp) * p.hp) * e.workload.batch / p.tp;
-  const double fwd = generate::gemm_flops(tokens, cost::matmul_params_per_layer(m), 1);
+  // Every GEMM sees the rank's local tokens (with tp > 1 all-gathered) and 1/tp of the weights.
+  const int64_t tokens = e.workload.seq_len / (int64_t(p.cp) * p.hp) * e.workload.batch;
+  const double fwd = generate::gemm_flops(tokens, cost::matmul_params_per_layer(m), 1) / p.tp;
   const double recompute = p.checkpoint == Checkpoint::none ? 0.0 : 1.0;
   const double per_layer = fwd * (1.0 + recompute + generate::kGemmBwdFlopsRatio);
   if (e.scope == Scope::layer) return per_layer;
-  const double lm_head = generate::gemm_flops(tokens, m.vocab, m.hidden) * (1.0 + generate::kGemmBwdFlopsRatio);
+  const double lm_head =
+      generate::gemm_flops(tokens, generate::tp_vocab(m, p.tp), m.hidden) * (1.0 + generate::kGemmBwdFlopsRatio);
   return m.layers * per_layer + lm_head;
 }
 

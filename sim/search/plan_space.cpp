@@ -16,7 +16,8 @@ Layout layout_of(const Experiment& e) {
 }
 
 nlohmann::json layout_json(const Layout& l) {
-  nlohmann::json j = {{"dp", l.dp},
+  return {{"dp", l.dp},
+                      {"tp", l.tp},
                       {"hp", l.hp},
                       {"cp", l.cp},
                       {"partition", to_string(l.partition)},
@@ -28,8 +29,6 @@ nlohmann::json layout_json(const Layout& l) {
                       {"shuffle", to_string(l.shuffle)},
                       {"checkpoint", to_string(l.checkpoint)},
                       {"zero_stage", l.zero_stage}};
-  if (l.tp != 1) j["tp"] = l.tp;  // a key the parser refuses above 1 until tensor parallelism lands
-  return j;
 }
 
 std::string layout_label(const Layout& l) {
@@ -65,7 +64,6 @@ Experiment apply_layout(const Experiment& base, const Layout& l, const ConfigSto
   nlohmann::json& p = j["parallel"];
   const nlohmann::json keys = layout_json(l);
   for (auto it = keys.begin(); it != keys.end(); ++it) p[it.key()] = *it;
-  if (l.tp == 1 && p.contains("tp")) p.erase("tp");
   return parse_experiment(std::move(j), base.source, base.workload.pattern_base_dir, store);
 }
 
@@ -115,7 +113,8 @@ Space enumerate_space(const Experiment& base, const SpaceOptions& o, const Confi
   for (int dp : divisors(gpus)) {
     if (is_fixed("parallel.dp") && dp != b.dp) continue;
     for (int tp : divisors(gpus / dp)) {
-      if (tp > std::max(1, o.max_tp) || (is_fixed("parallel.tp") && tp != b.tp)) continue;
+      const int max_tp = o.max_tp > 0 ? o.max_tp : base.cluster.gpus_per_node;
+      if (tp > max_tp || (is_fixed("parallel.tp") && tp != b.tp)) continue;
       for (int hp : divisors(gpus / dp / tp)) {
         if (base.model.heads % hp != 0 || (is_fixed("parallel.hp") && hp != b.hp)) continue;
         const int cp = gpus / dp / tp / hp;

@@ -34,7 +34,7 @@ struct Layout {
 };
 
 Layout layout_of(const Experiment& e);
-// The parallel keys of a layout, as an experiment file spells them (tp only when > 1).
+// The parallel keys of a layout, as an experiment file spells them.
 nlohmann::json layout_json(const Layout& l);
 // One line, e.g. "dp1 hp1 cp32 stripe/128 hierarchical head_first per_call ckpt=full zero1".
 std::string layout_label(const Layout& l);
@@ -45,7 +45,7 @@ struct SpaceOptions {
   int gpus = 0;                                   // dp*tp*hp*cp; 0 = the cluster's GPUs
   std::set<std::string> fixed;                    // experiment keys, e.g. "parallel.ring"
   std::vector<int64_t> stripe_tokens = {128, 1024, 8192};  // widths tried for stripe and balanced
-  int max_tp = 1;                                 // tensor parallelism is not modelled yet: 1
+  int max_tp = 0;                                 // largest tp tried; 0 = the GPUs of a node
 };
 
 // The experiment keys the planner searches (what `fixed` may name).

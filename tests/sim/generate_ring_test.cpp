@@ -97,7 +97,7 @@ TEST_P(EveryGenerator, AttentionFlopsEqualTheDenseCausalFormula) {
   for (int d = 0; d < p.dp; ++d)
     for (int h = 0; h < p.hp; ++h)
       for (int c = 0; c < p.cp; ++c) {
-        const int r = map.gpu(d, h, c);
+        const int r = map.gpu(d, h, c, 0);
         double fwd = 0, bwd = 0;
         for (const auto& op : g.s.ops) {
           if (op.rank == r && op.kind == OpKind::attn_fwd) fwd += op.flops;
@@ -125,7 +125,7 @@ TEST_P(EveryGenerator, SparseBlocksEqualPairCostTotals) {
       double flops = 0;
       int steps = 0;
       for (const auto& op : g.s.ops)
-        if (op.rank == map.gpu(0, h, c) && op.kind == OpKind::attn_fwd) {
+        if (op.rank == map.gpu(0, h, c, 0) && op.kind == OpKind::attn_fwd) {
           blocks += op.blocks;
           flops += op.flops;
           ++steps;

@@ -129,7 +129,7 @@ std::vector<std::vector<int64_t>> chunk_owners(PlacementOrder order) {
     for (int h = 0; h < p.hp; ++h) {
       std::set<int64_t> chunks;
       for (int64_t t : placement::sequence_shard(ctx[size_t(c)], p.hp, h).tokens()) chunks.insert(t / chunk);
-      owner[size_t(dm.gpu(0, h, c))] = {chunks.begin(), chunks.end()};
+      owner[size_t(dm.gpu(0, h, c, 0))] = {chunks.begin(), chunks.end()};
     }
   return owner;
 }
@@ -174,7 +174,7 @@ TEST(Placement, DeviceMapsAreBijections) {
     std::set<int> gpus;
     for (int d = 0; d < 2; ++d)
       for (int h = 0; h < 4; ++h)
-        for (int c = 0; c < 8; ++c) gpus.insert(dm.gpu(d, h, c));
+        for (int c = 0; c < 8; ++c) gpus.insert(dm.gpu(d, h, c, 0));
     EXPECT_EQ(gpus.size(), 64u);
     EXPECT_EQ(*gpus.rbegin(), 63);
   }
@@ -182,7 +182,7 @@ TEST(Placement, DeviceMapsAreBijections) {
   p.hp = 4;
   p.cp = 8;
   placement::DeviceMap hf(p);
-  EXPECT_EQ(hf.head_group(0, 1), (std::vector<int>{4, 5, 6, 7}));  // head group on one node
+  EXPECT_EQ(hf.head_group(0, 1, 0), (std::vector<int>{4, 5, 6, 7}));  // head group on one node
 }
 
 // An experiment of `cp` context ranks and ring kind `ring`, no config files needed.

@@ -54,7 +54,7 @@ std::vector<int> context_group_of(const Experiment& e) {
   std::vector<int> g(size_t(p.world()));
   for (int d = 0; d < p.dp; ++d)
     for (int h = 0; h < p.hp; ++h)
-      for (int c = 0; c < p.cp; ++c) g[size_t(map.gpu(d, h, c))] = d * p.hp + h;
+      for (int c = 0; c < p.cp; ++c) g[size_t(map.gpu(d, h, c, 0))] = d * p.hp + h;
   return g;
 }
 

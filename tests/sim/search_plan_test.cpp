@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -42,6 +43,7 @@ PlanOptions options(bool prune) {
   o.top_k = 3;
   o.confirm_simgrid = false;
   o.prune = prune;
+  o.screen = false;  // exact: every layout that passes the floor gets a full step
   o.jobs = 2;
   return o;
 }
@@ -52,10 +54,11 @@ TEST(PlanSpace, ValidLayoutsWithoutDuplicates) {
   ASSERT_GT(s.layouts.size(), 20u);
   EXPECT_EQ(s.enumerated, int64_t(s.layouts.size()) + s.invalid);
   std::set<std::string> seen;
-  std::set<std::string> generators;
+  bool tensor = false;
   for (size_t i = 0; i < s.layouts.size(); ++i) {
     const Layout& l = s.layouts[i];
     EXPECT_EQ(l.dp * l.tp * l.hp * l.cp, 4);
+    tensor |= l.tp > 1;
     EXPECT_TRUE(seen.insert(layout_json(l).dump()).second) << layout_label(l);
     EXPECT_EQ(layout_json(layout_of(s.experiments[i])), layout_json(l));  // the parsed experiment is the layout
   }
@@ -67,6 +70,7 @@ TEST(PlanSpace, ValidLayoutsWithoutDuplicates) {
     two_d |= l.hp == 2 && l.cp == 2 && l.ring == RingKind::double_ring;
   }
   EXPECT_TRUE(ulysses);
+  EXPECT_TRUE(tensor);
   EXPECT_TRUE(two_d);
 }
 
@@ -84,9 +88,9 @@ TEST(PlanSpace, FixedKeysKeepTheBaseValue) {
 
 TEST(PlanBound, GemmFlopsAreWhatTheScheduleCarries) {
   for (const char* ck : {"none", "full", "selective"})
-    for (const auto& [hp, cp] : std::vector<std::pair<int, int>>{{1, 4}, {2, 2}, {4, 1}}) {
+    for (const auto& [tp, hp, cp] : std::vector<std::tuple<int, int, int>>{{1, 1, 4}, {1, 2, 2}, {1, 4, 1}, {2, 1, 2}, {2, 2, 1}}) {
       const Experiment e = small({std::string("parallel.checkpoint=") + ck, "parallel.hp=" + std::to_string(hp),
-                                  "parallel.cp=" + std::to_string(cp)});
+                                  "parallel.cp=" + std::to_string(cp), "parallel.tp=" + std::to_string(tp)});
       pipeline::Session session;
       const schedule::Schedule s = session.schedule(e);
       std::map<int, double> per_rank;
@@ -163,6 +167,20 @@ TEST(Plan, PrunedSearchFindsTheBruteForceBest) {
   for (size_t i = 1; i < out.size(); ++i)
     if (out[i].ok && per_token(i) < per_token(best)) best = i;
   EXPECT_EQ(layout_json(pruned.ranked[0].layout), layout_json(s.layouts[best]));
+}
+
+TEST(Plan, TheLayerScreenKeepsTheWinnerWithinTwoPercent) {
+  PlanOptions o = options(true);
+  o.screen = true;
+  const PlanResult r = plan(small(), store(), o);
+  const PlanResult& all = exhaustive();
+  EXPECT_GT(r.stats.screened, 0);
+  EXPECT_GT(r.stats.screened_out, 0);
+  EXPECT_LT(r.stats.simulated, all.stats.simulated);
+  EXPECT_LE(r.ranked[0].analytic_time_per_token(), 1.02 * all.ranked[0].analytic_time_per_token());
+  std::printf("screened: %lld layer simulations of %lld layers, %lld full steps; winner %s vs exhaustive %s\n",
+              (long long)r.stats.screened, (long long)r.stats.screen_points, (long long)r.stats.simulated,
+              layout_label(r.ranked[0].layout).c_str(), layout_label(all.ranked[0].layout).c_str());
 }
 
 TEST(Plan, WinnerIsAtLeastAsFastAsTheSeed) {

@@ -50,7 +50,7 @@ TEST(CliSimulate, EchoesTheResolvedExperimentAndUnusedGpus) {
   EXPECT_EQ(e.at("workload"), nlohmann::json({{"seq_len", 8192}, {"batch", 2}, {"pattern", "sliding-window"},
                                               {"block_q", 128}, {"block_k", 64}, {"seed", 1}}));
   EXPECT_EQ(e.at("parallel"),
-            nlohmann::json({{"dp", 1}, {"hp", 2}, {"cp", 2}, {"partition", "zigzag"}, {"stripe_tokens", 128},
+            nlohmann::json({{"dp", 1}, {"tp", 1}, {"hp", 2}, {"cp", 2}, {"partition", "zigzag"}, {"stripe_tokens", 128},
                             {"ring", "double_ring"}, {"window", 2}, {"placement", "head_first"},
                             {"checkpoint", "selective"}, {"zero_stage", 1},
                              {"shuffle", "per_call"}, {"grad_comm_dtype", "fp32"}, {"ring_order", "rank"}}));
@@ -66,7 +66,7 @@ TEST(CliSimulate, EchoesTheResolvedExperimentAndUnusedGpus) {
   auto all = run_cli("simulate --set cluster=h200-1x8 --set parallel.cp=8 --set workload.seq_len=8k"
                      " --set workload.pattern=dense-causal --set scope=attention_fwd");
   ASSERT_EQ(all.exit_code, 0) << all.err;
-  EXPECT_THAT(all.out, ::testing::Not(HasSubstr("GPUs (dp*hp*cp)")));
+  EXPECT_THAT(all.out, ::testing::Not(HasSubstr("GPUs (dp*tp*hp*cp)")));
 }
 
 // Layers of the default pattern differ in sparsity (layer 0 is the densest):

@@ -3,7 +3,7 @@
 // and the winner — one run, figures measured in it (the machine is shared:
 // compare figures of one run, not across runs).
 //   build/bin/bench_plan [--set path=value ...] [--fix key ...] [--gpus N]
-//                        [--top K] [--no-simgrid] [--exhaustive] [--jobs N]
+//                        [--top K] [--no-simgrid] [--exhaustive] [--jobs N] [--count]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   rm::search::PlanOptions o;
   o.top_k = 5;
   std::string file;
+  bool count_only = false;  // enumerate the space only
   for (int i = 1; i < argc; ++i) {
     const bool more = i + 1 < argc;
     if (!std::strcmp(argv[i], "--set") && more) sets.push_back(argv[++i]);
@@ -30,11 +31,12 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--jobs") && more) o.jobs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-simgrid")) o.confirm_simgrid = false;
     else if (!std::strcmp(argv[i], "--exhaustive")) o.prune = false;
+    else if (!std::strcmp(argv[i], "--count")) count_only = true;
     else if (argv[i][0] != '-' && file.empty()) file = argv[i];
     else {
       std::fprintf(stderr,
                    "usage: bench_plan [EXPERIMENT] [--set path=value ...] [--fix key ...] [--gpus N] [--top K] "
-                   "[--no-simgrid] [--exhaustive] [--jobs N]\n");
+                   "[--no-simgrid] [--exhaustive] [--jobs N] [--count]\n");
       return 2;
     }
   }
@@ -47,6 +49,13 @@ int main(int argc, char** argv) {
   try {
     const rm::ConfigStore store;
     const rm::Experiment e = rm::load_experiment(store, file, sets);
+    if (count_only) {
+      const auto t = clock::now();
+      const rm::search::Space s = rm::search::enumerate_space(e, o.space, store);
+      std::printf("layouts enumerated %lld, valid %zu, invalid %lld (%.1f s)\n", (long long)s.enumerated,
+                  s.layouts.size(), (long long)s.invalid, std::chrono::duration<double>(clock::now() - t).count());
+      return 0;
+    }
     double t_analytic_done = 0;
     const auto t0 = clock::now();
     o.progress = [&](const std::string& stage, int64_t, int64_t) {

@@ -36,7 +36,7 @@ std::string experiment_header(const Experiment& e) {
                                 e.model.name, e.cluster.name, to_string(e.scope));
   out += fmt::format("  workload {}\n  parallel {}\n", keys(j["workload"]), keys(j["parallel"]));
   if (e.parallel.world() < e.cluster.gpus())
-    out += fmt::format("  uses {} of the cluster's {} GPUs (dp*hp*cp)\n", e.parallel.world(), e.cluster.gpus());
+    out += fmt::format("  uses {} of the cluster's {} GPUs (dp*tp*hp*cp)\n", e.parallel.world(), e.cluster.gpus());
   return out;
 }
 
