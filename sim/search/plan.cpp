@@ -28,8 +28,10 @@ double recompute_s(const report::StepReport& r) {
 
 int recompute_rank(Checkpoint c) { return c == Checkpoint::none ? 0 : c == Checkpoint::selective ? 1 : 2; }
 
-// The K best (time per token, then enumeration order) of the simulated candidates.
-std::vector<size_t> best_k(const std::vector<PlanCandidate>& c, size_t k) {
+// The K best distinct times per token of the simulated candidates (then
+// enumeration order); a candidate whose time equals a kept one's to the bit
+// is one of its equivalents (e.g. every ring kind inside one node), not a runner-up.
+std::vector<size_t> best_k(std::vector<PlanCandidate>& c, size_t k) {
   std::vector<size_t> ok;
   for (size_t i = 0; i < c.size(); ++i)
     if (c[i].analytic.ok) ok.push_back(i);
@@ -39,19 +41,33 @@ std::vector<size_t> best_k(const std::vector<PlanCandidate>& c, size_t k) {
     return c[a].index < c[b].index;
   };
   std::sort(ok.begin(), ok.end(), better);
-  if (ok.size() > k) ok.resize(k);
-  return ok;
+  std::vector<size_t> top;
+  for (size_t i : ok) {
+    if (!top.empty() && c[i].analytic_time_per_token() == c[top.back()].analytic_time_per_token()) {
+      c[top.back()].equivalents.push_back(c[i].layout);
+      continue;
+    }
+    if (top.size() == k) break;
+    top.push_back(i);
+  }
+  return top;
 }
 
-// The k best outcomes (time per token, then index).
+// The k best distinct times per token among outcomes, one point each (the
+// first in index order): the screen keeps one of the layouts a layer cannot tell apart.
 std::vector<size_t> best_of(const std::vector<Outcome>& out, const std::vector<double>& tokens, size_t k) {
   std::vector<size_t> ok;
   for (size_t i = 0; i < out.size(); ++i)
     if (out[i].ok) ok.push_back(i);
   auto t = [&](size_t i) { return out[i].report.step_time_s / tokens[i]; };
   std::stable_sort(ok.begin(), ok.end(), [&](size_t a, size_t b) { return t(a) < t(b); });
-  if (ok.size() > k) ok.resize(k);
-  return ok;
+  std::vector<size_t> top;
+  for (size_t i : ok) {
+    if (!top.empty() && t(i) == t(top.back())) continue;
+    if (top.size() == k) break;
+    top.push_back(i);
+  }
+  return top;
 }
 
 // Best-first branch and bound: simulates, a batch at a time, the points in
@@ -65,7 +81,7 @@ int64_t best_first(const std::vector<const Experiment*>& pts, const std::vector<
   std::vector<size_t> order(pts.size());
   std::iota(order.begin(), order.end(), size_t(0));
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return floor[a] < floor[b]; });
-  std::multiset<double> best;  // the k best times per token so far
+  std::set<double> best;  // the k best distinct times per token so far
   auto add = [&](size_t i) {
     if (!out[i].ok) return;
     best.insert(out[i].report.step_time_s / tokens[i]);

@@ -11,6 +11,8 @@
 //      A floor never exceeds its layout's analytic time, so the K best are exact;
 //   5. re-simulate the K best with SimGrid; the winner is the fastest there;
 //   6. say why each runner-up lost (reason_lost).
+// Layouts whose analytic times are equal to the bit count as one (equivalents):
+// the K runners-up are K distinct times.
 // Layouts are ranked by time per token (step time / (dp x batch x seq_len)):
 // data parallelism multiplies the tokens of a step, so step time alone would
 // always prefer dp = 1. Ties go to the earlier layout of the enumeration.
@@ -60,6 +62,7 @@ struct PlanCandidate {
   Outcome simgrid;
   double tokens = 0;             // dp x batch x seq_len
   std::string reason;            // why it lost to the winner (empty for the winner)
+  std::vector<Layout> equivalents;  // layouts simulated to the same time to the bit (after it in the enumeration)
 
   double step_time_s() const { return (confirmed && simgrid.ok ? simgrid : analytic).report.step_time_s; }
   double analytic_time_per_token() const { return analytic.report.step_time_s / tokens; }

@@ -151,11 +151,19 @@ TEST(Plan, PrunedSearchFindsTheBruteForceBest) {
     EXPECT_EQ(layout_json(pruned.ranked[i].layout), layout_json(all.ranked[i].layout)) << i;
     EXPECT_EQ(pruned.ranked[i].analytic.report.step_time_s, all.ranked[i].analytic.report.step_time_s);
   }
-  EXPECT_GT(pruned.stats.pruned_bound, 0) << "the floor pruned nothing: the test space no longer exercises it";
-  EXPECT_LT(pruned.stats.simulated, all.stats.simulated);
-  std::printf("small space: %lld layouts, %lld invalid, %lld simulated, %lld pruned by the floor\n",
-              (long long)pruned.stats.enumerated, (long long)pruned.stats.invalid, (long long)pruned.stats.simulated,
-              (long long)pruned.stats.pruned_bound);
+  // The winner alone (K = 1): the floor is tightest against the best time.
+  PlanOptions one = options(true);
+  one.top_k = 1;
+  const PlanResult winner = plan(small(), store(), one);
+  ASSERT_EQ(winner.ranked.size(), 1u);
+  EXPECT_EQ(layout_json(winner.ranked[0].layout), layout_json(all.ranked[0].layout));
+  EXPECT_GT(winner.stats.pruned_bound, 0) << "the floor pruned nothing: the test space no longer exercises it";
+  EXPECT_LT(winner.stats.simulated, all.stats.simulated);
+  std::printf("small space: %lld layouts, %lld invalid, %lld out of memory; K = 3: %lld simulated, %lld pruned by "
+              "the floor; K = 1: %lld simulated, %lld pruned\n",
+              (long long)pruned.stats.enumerated, (long long)pruned.stats.invalid, (long long)pruned.stats.oom,
+              (long long)pruned.stats.simulated, (long long)pruned.stats.pruned_bound,
+              (long long)winner.stats.simulated, (long long)winner.stats.pruned_bound);
 
   // The brute-force best, computed here without the planner.
   const Space& s = brute().space;
@@ -167,6 +175,7 @@ TEST(Plan, PrunedSearchFindsTheBruteForceBest) {
   for (size_t i = 1; i < out.size(); ++i)
     if (out[i].ok && per_token(i) < per_token(best)) best = i;
   EXPECT_EQ(layout_json(pruned.ranked[0].layout), layout_json(s.layouts[best]));
+  EXPECT_EQ(layout_json(winner.ranked[0].layout), layout_json(s.layouts[best]));
 }
 
 TEST(Plan, TheLayerScreenKeepsTheWinnerWithinTwoPercent) {

@@ -37,8 +37,9 @@ TEST(CliPlan, JsonHasTheBestAndTheCandidates) {
   const auto& s = j.at("search");
   EXPECT_EQ(s.at("gpus"), 4);
   EXPECT_EQ(s.at("enumerated").get<int64_t>(),
-            s.at("invalid").get<int64_t>() + s.at("out_of_memory").get<int64_t>() +
+            s.at("invalid").get<int64_t>() + s.at("out_of_memory").get<int64_t>() + s.at("screened_out").get<int64_t>() +
                 s.at("pruned_by_bound").get<int64_t>() + s.at("simulated").get<int64_t>());
+  EXPECT_GT(s.at("screen_layer_simulations").get<int64_t>(), 0);
   EXPECT_GE(s.at("confirmed_simgrid").get<int64_t>(), 3);
   // The experiment's own layout is reported beside the winner, and is no faster.
   EXPECT_TRUE(j.at("seed").at("in_space").get<bool>());

@@ -3,7 +3,7 @@
 // and the winner — one run, figures measured in it (the machine is shared:
 // compare figures of one run, not across runs).
 //   build/bin/bench_plan [--set path=value ...] [--fix key ...] [--gpus N]
-//                        [--top K] [--no-simgrid] [--exhaustive] [--jobs N] [--count]
+//                        [--top K] [--no-simgrid] [--exhaustive] [--no-screen] [--jobs N] [--count]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -31,12 +31,13 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--jobs") && more) o.jobs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-simgrid")) o.confirm_simgrid = false;
     else if (!std::strcmp(argv[i], "--exhaustive")) o.prune = false;
+    else if (!std::strcmp(argv[i], "--no-screen")) o.screen = false;
     else if (!std::strcmp(argv[i], "--count")) count_only = true;
     else if (argv[i][0] != '-' && file.empty()) file = argv[i];
     else {
       std::fprintf(stderr,
                    "usage: bench_plan [EXPERIMENT] [--set path=value ...] [--fix key ...] [--gpus N] [--top K] "
-                   "[--no-simgrid] [--exhaustive] [--jobs N] [--count]\n");
+                   "[--no-simgrid] [--exhaustive] [--no-screen] [--jobs N] [--count]\n");
       return 2;
     }
   }
@@ -70,6 +71,8 @@ int main(int argc, char** argv) {
     std::printf("layouts enumerated     %lld\n", (long long)st.enumerated);
     std::printf("  invalid              %lld\n", (long long)st.invalid);
     std::printf("  out of memory        %lld%s\n", (long long)st.oom, st.memory_modelled ? "" : " (no memory model)");
+    std::printf("  screen: %lld layer simulations of %lld distinct layers, %lld layouts not kept\n",
+                (long long)st.screened, (long long)st.screen_points, (long long)st.screened_out);
     std::printf("  pruned by the floor  %lld\n", (long long)st.pruned_bound);
     std::printf("  simulated (analytic) %lld (%lld could not run)\n", (long long)st.simulated, (long long)st.failed);
     std::printf("  confirmed (SimGrid)  %lld\n", (long long)st.confirmed);
@@ -78,6 +81,9 @@ int main(int argc, char** argv) {
     const auto& w = r.ranked.front();
     std::printf("winner %s: %.3f s (%s), analytic %.3f s\n", rm::search::layout_label(w.layout).c_str(),
                 w.step_time_s(), w.confirmed && w.simgrid.ok ? "simgrid" : "analytic", w.analytic.report.step_time_s);
+    if (st.oom > 0)
+      std::printf("smallest memory shortfall %.2f GB (%s)\n", st.smallest_shortfall_GB,
+                  st.smallest_shortfall_layout.c_str());
     if (r.seed.analytic.ok)
       std::printf("seed   %s: %.3f s (%s), analytic %.3f s\n", rm::search::layout_label(r.seed.layout).c_str(),
                   r.seed.step_time_s(), r.seed.confirmed && r.seed.simgrid.ok ? "simgrid" : "analytic",

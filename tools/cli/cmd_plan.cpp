@@ -28,6 +28,7 @@ struct Options {
   std::vector<std::string> fix;
   std::vector<int64_t> stripe_tokens;
   bool exhaustive = false;
+  bool no_screen = false;
   std::string export_file;
 };
 
@@ -52,6 +53,8 @@ nlohmann::json candidate_json(const search::PlanCandidate& c, const Experiment& 
     j["memory_GB"] = nullptr;  // no memory model in this build
   }
   if (!c.reason.empty()) j["reason"] = c.reason;
+  j["equivalents"] = nlohmann::json::array();
+  for (const auto& l : c.equivalents) j["equivalents"].push_back(search::layout_label(l));
   return j;
 }
 
@@ -88,6 +91,7 @@ void run(const Options& o) {
   po.confirm_simgrid = o.confirm == "simgrid";
   po.jobs = o.jobs;
   po.prune = !o.exhaustive;
+  po.screen = !o.exhaustive && !o.no_screen;
   ProgressLine line(!o.exp.json);
   po.progress = [&](const std::string& stage, int64_t done, int64_t total) {
     line.update(stage, int(done), int(std::max<int64_t>(total, 1)));
@@ -117,6 +121,8 @@ void run(const Options& o) {
                    {"invalid", st.invalid},
                    {"out_of_memory", st.oom},
                    {"memory_modelled", st.memory_modelled},
+                   {"screen_layer_simulations", st.screened},
+                   {"screened_out", st.screened_out},
                    {"pruned_by_bound", st.pruned_bound},
                    {"simulated", st.simulated},
                    {"failed", st.failed},
@@ -129,9 +135,12 @@ void run(const Options& o) {
   }
   std::string text = experiment_header(base);
   text += fmt::format(
-      "searched {} layouts of {} GPUs: {} invalid, {} out of memory{}, {} skipped by the compute floor, {} simulated "
-      "(analytic){}{}\n\n",
+      "searched {} layouts of {} GPUs: {} invalid, {} out of memory{}, {}{} skipped by the compute floor, {} full "
+      "steps simulated (analytic){}{}\n\n",
       st.enumerated, st.gpus, st.invalid, st.oom, st.memory_modelled ? "" : " (no memory model in this build)",
+      st.screened > 0 ? fmt::format("{} left out by a one-layer screen ({} layer simulations), ", st.screened_out,
+                                    st.screened)
+                      : "",
       st.pruned_bound, st.simulated, st.confirmed > 0 ? fmt::format(", {} re-simulated with SimGrid", st.confirmed) : "",
       st.failed > 0 ? fmt::format(", {} could not run: {}", st.failed, st.first_failure) : "");
   const char* eng = best.confirmed && best.simgrid.ok ? "simgrid" : "analytic";
@@ -150,7 +159,8 @@ void run(const Options& o) {
   Table t({"#", "layout", "step s", "analytic s", "tokens/s", "MFU", "mem GB", "why it lost"});
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const auto& c = r.ranked[i];
-    t.row({std::to_string(i + 1), search::layout_label(c.layout), fmt::format("{:.3f}", c.step_time_s()),
+    const std::string same = c.equivalents.empty() ? "" : fmt::format(" (+{} equivalent)", c.equivalents.size());
+    t.row({std::to_string(i + 1), search::layout_label(c.layout) + same, fmt::format("{:.3f}", c.step_time_s()),
            fmt::format("{:.3f}", c.analytic.report.step_time_s), fmt::format("{:.0f}", c.tokens / c.step_time_s()),
            fmt::format("{:.1f}%", 100 * c.analytic.report.mfu * c.analytic.report.step_time_s / c.step_time_s()),
            memory_cell(c), i == 0 ? "winner" : c.reason});
@@ -175,7 +185,10 @@ void register_plan(CLI::App& app) {
                                    "a searched key given to --set is fixed too");
   cmd->add_option("--stripe-tokens", o->stripe_tokens, "Stripe widths tried for stripe and balanced partitions")
       ->delimiter(',');
-  cmd->add_flag("--exhaustive", o->exhaustive, "Simulate every layout that fits (no pruning by the compute floor)");
+  cmd->add_flag("--exhaustive", o->exhaustive,
+                "Simulate a full step of every layout that fits: no pruning by the compute floor, no layer screen");
+  cmd->add_flag("--no-screen", o->no_screen,
+                "Rank full steps only (exact under the compute floor), without first screening one layer of each layout");
   cmd->add_option("--export", o->export_file, "Write the winner's Schedule (.json or .json.gz)");
   cmd->callback([o] { run(*o); });
 }
