@@ -102,5 +102,14 @@ TEST(CliPlan, BadInputIsOneLineAndNoOutput) {
   EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
+TEST(CliPlan, NothingFitsNamesTheSmallestShortfall) {
+  const auto r = run_cli("plan" + kSmall + " --set cluster.gpu.memory_GB=1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("fits in GPU memory (1 GB): the closest, dp"));
+  EXPECT_THAT(r.err, HasSubstr("GB more"));
+}
+
 }  // namespace
 }  // namespace rm::test

@@ -151,9 +151,12 @@ void run(const Options& o) {
                       memory_cell(best));
   if (r.seed.analytic.ok) {
     text += fmt::format("seed    {} (the experiment's own layout)\n", search::layout_label(r.seed.layout));
-    text += fmt::format("        step {:.3f} s ({}){}\n", r.seed.step_time_s(),
-                        r.seed.confirmed && r.seed.simgrid.ok ? "simgrid" : "analytic",
-                        r.seed.reason.empty() ? ": the winner" : ", " + r.seed.reason);
+    text += fmt::format("        step {:.3f} s ({}), memory {} GB{}{}\n", r.seed.step_time_s(),
+                        r.seed.confirmed && r.seed.simgrid.ok ? "simgrid" : "analytic", memory_cell(r.seed),
+                        r.seed.memory.oom ? fmt::format(" (OUT OF MEMORY: {:.1f} GB more than the GPU's {:.0f})",
+                                                        r.seed.memory.shortfall_GB(), r.seed.memory.capacity_GB)
+                                          : "",
+                        r.seed.reason.empty() ? ": the winner" : "; " + r.seed.reason);
   }
   text += "\n";
   Table t({"#", "layout", "step s", "analytic s", "tokens/s", "MFU", "mem GB", "why it lost"});
