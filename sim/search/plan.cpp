@@ -136,22 +136,22 @@ std::string reason_lost(const PlanCandidate& c, const PlanCandidate& w) {
     std::string what;
   };
   std::vector<Cause> causes = {
-      {d_comm, fmt::format("exposed communication +{:.3f} s ({:.3f} s vs {:.3f} s per rank)", d_comm,
+      {d_comm, fmt::format("exposed communication +{:.3g} s ({:.4g} s vs {:.4g} s per rank)", d_comm,
                            a.breakdown.mean.exposed_comm_s * f, b.breakdown.mean.exposed_comm_s)},
-      {d_idle, fmt::format("imbalance: ranks idle +{:.3f} s (worker imbalance {:.3f} vs {:.3f})", d_idle,
+      {d_idle, fmt::format("imbalance: ranks idle +{:.3g} s (worker imbalance {:.3f} vs {:.3f})", d_idle,
                            a.imbalance.worker, b.imbalance.worker)}};
   if (recompute_rank(c.layout.checkpoint) > recompute_rank(w.layout.checkpoint) && d_recompute > 0)
     causes.push_back({std::min(d_recompute, std::max(d_compute, d_recompute)),
-                      fmt::format("recomputation (checkpoint {} vs {}) +{:.3f} s", to_string(c.layout.checkpoint),
+                      fmt::format("recomputation (checkpoint {} vs {}) +{:.3g} s", to_string(c.layout.checkpoint),
                                   to_string(w.layout.checkpoint), d_recompute)});
   else if (a.imbalance.worker > b.imbalance.worker * 1.02)
-    causes.push_back({d_compute, fmt::format("imbalance: compute +{:.3f} s (worker imbalance {:.3f} vs {:.3f})",
+    causes.push_back({d_compute, fmt::format("imbalance: compute +{:.3g} s (worker imbalance {:.3f} vs {:.3f})",
                                              d_compute, a.imbalance.worker, b.imbalance.worker)});
   else
-    causes.push_back({d_compute, fmt::format("compute +{:.3f} s", d_compute)});
+    causes.push_back({d_compute, fmt::format("compute +{:.3g} s", d_compute)});
   const Cause& top = *std::max_element(causes.begin(), causes.end(),
                                        [](const Cause& x, const Cause& y) { return x.s < y.s; });
-  std::string r = fmt::format("+{:.1f}%: {}", 100.0 * d_total / b.step_time_s, top.what);
+  std::string r = fmt::format("+{:.2f}%: {}", 100.0 * d_total / b.step_time_s, top.what);
   if (w.memory.modelled && c.memory.modelled && c.memory.peak_GB < w.memory.peak_GB)
     r += fmt::format("; needs less memory ({:.1f} vs {:.1f} GB)", c.memory.peak_GB, w.memory.peak_GB);
   return r;
@@ -287,6 +287,7 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
     st.screened += best_first(lpts, lfloor, layer_tokens, lout, ldone, keep, o.prune, o.batch, eo,
                               [&](int64_t d, int64_t t) { progress("screening layouts (one layer, analytic)", d, t); });
     st.screen_points = int64_t(layer_exps.size());
+    st.screen_pruned = std::count(ldone.begin(), ldone.end(), char(0));
     const std::vector<size_t> kept = best_of(lout, layer_tokens, keep);
     std::vector<char> is_kept(layer_exps.size(), 0);
     for (size_t j : kept) is_kept[j] = 1;

@@ -5,17 +5,21 @@
 //      smallest shortfall for the "nothing fits" message;
 //   3. simulate the experiment's own layout (the seed) with the analytic engine:
 //      it is the first incumbent and gives the mask's FLOPs to the bound;
-//   4. best first by the compute floor (plan_bound.hpp): simulate, in batches of
-//      a fixed size, the layouts whose floor is at most the K-th best time per
-//      token found so far; stop at the first batch whose floors all exceed it.
-//      A floor never exceeds its layout's analytic time, so the K best are exact;
-//   5. re-simulate the K best with SimGrid; the winner is the fastest there;
-//   6. say why each runner-up lost (reason_lost).
-// Layouts whose analytic times are equal to the bit count as one (equivalents):
-// the K runners-up are K distinct times.
+//   4. (scope step, `screen`) simulate one decoder layer of each layout, best
+//      first under the layer's floor, and keep the layouts of the best few
+//      distinct layer times — a heuristic;
+//   5. best first by the compute floor (plan_bound.hpp): simulate full steps, in
+//      batches of a fixed size, of the layouts whose floor is at most the K-th
+//      best distinct time per token found so far; stop at the first floor above
+//      it. A floor never exceeds its layout's analytic time, so the K best of the
+//      layouts this stage sees are exact;
+//   6. re-simulate the K best with SimGrid; the winner is the fastest there;
+//   7. say why each runner-up lost (reason_lost).
 // Layouts are ranked by time per token (step time / (dp x batch x seq_len)):
 // data parallelism multiplies the tokens of a step, so step time alone would
-// always prefer dp = 1. Ties go to the earlier layout of the enumeration.
+// always prefer dp = 1. Ties go to the earlier layout of the enumeration, and
+// layouts whose analytic times are equal to the bit count as one (equivalents):
+// the K runners-up are K distinct times.
 // Deterministic: the batches do not depend on the number of worker threads.
 #pragma once
 
@@ -75,6 +79,7 @@ struct PlanStats {
   int64_t oom = 0;            // do not fit in GPU memory
   int64_t screen_points = 0;  // distinct layers the screen could simulate
   int64_t screened = 0;       // layer simulations of the screen
+  int64_t screen_pruned = 0;  // distinct layers skipped: their floor is above the screen's kept best
   int64_t screened_out = 0;   // layouts whose layer did not make the screen's best
   int64_t pruned_bound = 0;   // skipped: compute floor above the K-th best full step
   int64_t simulated = 0;      // full-step analytic simulations (the seed included)

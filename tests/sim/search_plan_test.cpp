@@ -237,7 +237,7 @@ TEST(Plan, ReasonNamesTheLargestCause) {
   c.analytic.report.step_time_s = 1.5;
   c.analytic.report.breakdown.mean = {-1, 0.85, 0.6, 0.05};
   EXPECT_NE(reason_lost(c, w).find("exposed communication"), std::string::npos) << reason_lost(c, w);
-  EXPECT_EQ(reason_lost(c, w).rfind("+50.0%", 0), 0u) << reason_lost(c, w);
+  EXPECT_EQ(reason_lost(c, w).rfind("+50.00%", 0), 0u) << reason_lost(c, w);
   c.analytic.report.breakdown.mean = {-1, 0.85, 0.2, 0.45};
   EXPECT_NE(reason_lost(c, w).find("idle"), std::string::npos) << reason_lost(c, w);
   // Per token: a dp = 2 layout's 1.5 s step carries twice the tokens, so it is faster, not slower.

@@ -71,8 +71,10 @@ int main(int argc, char** argv) {
     std::printf("layouts enumerated     %lld\n", (long long)st.enumerated);
     std::printf("  invalid              %lld\n", (long long)st.invalid);
     std::printf("  out of memory        %lld%s\n", (long long)st.oom, st.memory_modelled ? "" : " (no memory model)");
-    std::printf("  screen: %lld layer simulations of %lld distinct layers, %lld layouts not kept\n",
-                (long long)st.screened, (long long)st.screen_points, (long long)st.screened_out);
+    std::printf("  screen: %lld layer simulations of %lld distinct layers (%lld skipped by the layer floor), %lld "
+                "layouts not kept\n",
+                (long long)st.screened, (long long)st.screen_points, (long long)st.screen_pruned,
+                (long long)st.screened_out);
     std::printf("  pruned by the floor  %lld\n", (long long)st.pruned_bound);
     std::printf("  simulated (analytic) %lld (%lld could not run)\n", (long long)st.simulated, (long long)st.failed);
     std::printf("  confirmed (SimGrid)  %lld\n", (long long)st.confirmed);

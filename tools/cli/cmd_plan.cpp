@@ -122,6 +122,8 @@ void run(const Options& o) {
                    {"out_of_memory", st.oom},
                    {"memory_modelled", st.memory_modelled},
                    {"screen_layer_simulations", st.screened},
+                   {"screen_layers", st.screen_points},
+                   {"screen_pruned_by_bound", st.screen_pruned},
                    {"screened_out", st.screened_out},
                    {"pruned_by_bound", st.pruned_bound},
                    {"simulated", st.simulated},
@@ -145,13 +147,13 @@ void run(const Options& o) {
       st.failed > 0 ? fmt::format(", {} could not run: {}", st.failed, st.first_failure) : "");
   const char* eng = best.confirmed && best.simgrid.ok ? "simgrid" : "analytic";
   text += fmt::format("winner  {}\n", search::layout_label(best.layout));
-  text += fmt::format("        step {:.3f} s ({}), {:.0f} tokens/s, MFU {:.1f}%, memory {} GB\n", best.step_time_s(),
+  text += fmt::format("        step {:.4g} s ({}), {:.0f} tokens/s, MFU {:.1f}%, memory {} GB\n", best.step_time_s(),
                       eng, best.tokens / best.step_time_s(),
                       100 * best.analytic.report.mfu * best.analytic.report.step_time_s / best.step_time_s(),
                       memory_cell(best));
   if (r.seed.analytic.ok) {
     text += fmt::format("seed    {} (the experiment's own layout)\n", search::layout_label(r.seed.layout));
-    text += fmt::format("        step {:.3f} s ({}), memory {} GB{}{}\n", r.seed.step_time_s(),
+    text += fmt::format("        step {:.4g} s ({}), memory {} GB{}{}\n", r.seed.step_time_s(),
                         r.seed.confirmed && r.seed.simgrid.ok ? "simgrid" : "analytic", memory_cell(r.seed),
                         r.seed.memory.oom ? fmt::format(" (OUT OF MEMORY: {:.1f} GB more than the GPU's {:.0f})",
                                                         r.seed.memory.shortfall_GB(), r.seed.memory.capacity_GB)
@@ -163,8 +165,8 @@ void run(const Options& o) {
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const auto& c = r.ranked[i];
     const std::string same = c.equivalents.empty() ? "" : fmt::format(" (+{} equivalent)", c.equivalents.size());
-    t.row({std::to_string(i + 1), search::layout_label(c.layout) + same, fmt::format("{:.3f}", c.step_time_s()),
-           fmt::format("{:.3f}", c.analytic.report.step_time_s), fmt::format("{:.0f}", c.tokens / c.step_time_s()),
+    t.row({std::to_string(i + 1), search::layout_label(c.layout) + same, fmt::format("{:.4g}", c.step_time_s()),
+           fmt::format("{:.4g}", c.analytic.report.step_time_s), fmt::format("{:.0f}", c.tokens / c.step_time_s()),
            fmt::format("{:.1f}%", 100 * c.analytic.report.mfu * c.analytic.report.step_time_s / c.step_time_s()),
            memory_cell(c), i == 0 ? "winner" : c.reason});
   }
