@@ -123,21 +123,23 @@ int64_t best_first(const std::vector<const Experiment*>& pts, const std::vector<
 std::string reason_lost(const PlanCandidate& c, const PlanCandidate& w) {
   const report::StepReport& a = (c.confirmed && c.simgrid.ok ? c.simgrid : c.analytic).report;
   const report::StepReport& b = (w.confirmed && w.simgrid.ok ? w.simgrid : w.analytic).report;
-  // Per token of the winner's step: a dp = 2 layout's step carries twice the tokens.
-  const double f = w.tokens / c.tokens;
-  const double d_total = a.step_time_s * f - b.step_time_s;
+  // Per data-parallel replica: a dp = 2 step carries twice the tokens of a dp = 1 step.
+  const double fa = 1.0 / c.layout.dp, fb = 1.0 / w.layout.dp;
+  const bool per_seq = c.layout.dp > 1 || w.layout.dp > 1;
+  const char* unit = per_seq ? "per rank and data-parallel replica" : "per rank";
+  const double d_total = a.step_time_s * fa - b.step_time_s * fb;
   if (d_total <= 0) return "ties with the winner";
-  const double d_comm = a.breakdown.mean.exposed_comm_s * f - b.breakdown.mean.exposed_comm_s;
-  const double d_idle = a.breakdown.mean.idle_s * f - b.breakdown.mean.idle_s;
-  const double d_recompute = recompute_s(a) * f - recompute_s(b);
-  const double d_compute = a.breakdown.mean.compute_s * f - b.breakdown.mean.compute_s;
+  const double d_comm = a.breakdown.mean.exposed_comm_s * fa - b.breakdown.mean.exposed_comm_s * fb;
+  const double d_idle = a.breakdown.mean.idle_s * fa - b.breakdown.mean.idle_s * fb;
+  const double d_recompute = recompute_s(a) * fa - recompute_s(b) * fb;
+  const double d_compute = a.breakdown.mean.compute_s * fa - b.breakdown.mean.compute_s * fb;
   struct Cause {
     double s;
     std::string what;
   };
   std::vector<Cause> causes = {
-      {d_comm, fmt::format("exposed communication +{:.3g} s ({:.4g} s vs {:.4g} s per rank)", d_comm,
-                           a.breakdown.mean.exposed_comm_s * f, b.breakdown.mean.exposed_comm_s)},
+      {d_comm, fmt::format("exposed communication +{:.3g} s ({:.4g} s vs {:.4g} s {})", d_comm,
+                           a.breakdown.mean.exposed_comm_s * fa, b.breakdown.mean.exposed_comm_s * fb, unit)},
       {d_idle, fmt::format("imbalance: ranks idle +{:.3g} s (worker imbalance {:.3f} vs {:.3f})", d_idle,
                            a.imbalance.worker, b.imbalance.worker)}};
   if (recompute_rank(c.layout.checkpoint) > recompute_rank(w.layout.checkpoint) && d_recompute > 0)
@@ -151,7 +153,7 @@ std::string reason_lost(const PlanCandidate& c, const PlanCandidate& w) {
     causes.push_back({d_compute, fmt::format("compute +{:.3g} s", d_compute)});
   const Cause& top = *std::max_element(causes.begin(), causes.end(),
                                        [](const Cause& x, const Cause& y) { return x.s < y.s; });
-  std::string r = fmt::format("+{:.2f}%: {}", 100.0 * d_total / b.step_time_s, top.what);
+  std::string r = fmt::format("+{:.2f}%: {}", 100.0 * d_total / (b.step_time_s * fb), top.what);
   if (w.memory.modelled && c.memory.modelled && c.memory.peak_GB < w.memory.peak_GB)
     r += fmt::format("; needs less memory ({:.1f} vs {:.1f} GB)", c.memory.peak_GB, w.memory.peak_GB);
   return r;

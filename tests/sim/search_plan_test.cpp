@@ -242,6 +242,7 @@ TEST(Plan, ReasonNamesTheLargestCause) {
   EXPECT_NE(reason_lost(c, w).find("idle"), std::string::npos) << reason_lost(c, w);
   // Per token: a dp = 2 layout's 1.5 s step carries twice the tokens, so it is faster, not slower.
   c.tokens = 2000;
+  c.layout.dp = 2;
   EXPECT_EQ(reason_lost(c, w), "ties with the winner");
 }
 

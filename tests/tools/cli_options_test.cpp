@@ -16,7 +16,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::vector<std::string> kCommands{"imbalance", "schedule", "simulate"};
+const std::vector<std::string> kCommands{"imbalance", "plan", "schedule", "simulate"};
 
 // A config folder holding a small experiment "tiny" (2 layers, 16K tokens on
 // one 8-GPU node, attention forward), so a run that silently fell back to the
@@ -117,7 +117,7 @@ TEST(CliOptions, HelpListsCommandsThatRunAndEachHasJson) {
 }
 
 TEST(CliOptions, UsageErrorsAreOneLineAndExitTwo) {
-  for (const char* args : {"", "plan", "simulate --no-such-flag", "simulate --engine", "imbalance a b"}) {
+  for (const char* args : {"", "no-such-command", "simulate --no-such-flag", "simulate --engine", "imbalance a b"}) {
     const auto r = run_cli(args);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;

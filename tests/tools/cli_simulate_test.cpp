@@ -53,7 +53,8 @@ TEST(CliSimulate, EchoesTheResolvedExperimentAndUnusedGpus) {
             nlohmann::json({{"dp", 1}, {"tp", 1}, {"hp", 2}, {"cp", 2}, {"partition", "zigzag"}, {"stripe_tokens", 128},
                             {"ring", "double_ring"}, {"window", 2}, {"placement", "head_first"},
                             {"checkpoint", "selective"}, {"zero_stage", 1},
-                             {"shuffle", "per_call"}, {"grad_comm_dtype", "fp32"}, {"ring_order", "rank"}}));
+                             {"shuffle", "per_call"}, {"grad_comm_dtype", "fp32"}, {"ring_order", "rank"},
+                             {"loss_chunk_tokens", 1024}}));
   EXPECT_EQ(e.at("scope_layer"), 0);
   EXPECT_EQ(e.at("gpus_used"), 4);
   EXPECT_EQ(e.at("gpus_in_cluster"), 8);
