@@ -219,7 +219,8 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
     e.parallel.shuffle = p.enum_or("shuffle", kShuffles, ShuffleMode::per_call);
     e.parallel.grad_comm_dtype = p.enum_or("grad_comm_dtype", kGradDtypes, GradDtype::fp32);
     e.parallel.ring_order = p.enum_or("ring_order", kRingOrders, RingOrder::rank);
-    e.parallel.loss_chunk_tokens = p.has("loss_chunk_tokens") ? p.size("loss_chunk_tokens", 0, int64_t(1) << 40) : Parallel{}.loss_chunk_tokens;
+    e.parallel.loss_chunk_tokens =
+        p.has("loss_chunk_tokens") ? p.size("loss_chunk_tokens", 0, int64_t(1) << 40) : Parallel{}.loss_chunk_tokens;
 
     // Cross-field checks: each names the field to change.
     const auto& P = e.parallel;

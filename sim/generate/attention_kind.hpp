@@ -17,7 +17,8 @@ using placement::RingLayout;
 // The schedule's generator name, following the experiment keys
 // (docs/generators.md): "single_gpu" (cp = 1, hp = 1), "ulysses" (cp = 1,
 // hp > 1), else "<partition>-<ring>" with a "2d-" prefix when hp > 1:
-// "stripe-hierarchical", "zigzag-ring", "2d-zigzag-double_ring".
+// "stripe-hierarchical", "zigzag-ring", "2d-zigzag-double_ring"; with tp > 1
+// prefixed "tp<N>-" ("tp2-stripe-hierarchical").
 std::string generator_name(const Experiment& e);
 
 }  // namespace rm::generate

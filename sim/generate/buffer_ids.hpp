@@ -40,7 +40,7 @@ struct AttentionTensors {
 struct LayerBuffers {
   int xn1 = -1, h = -1, hn = -1, gu = -1, act = -1, weights = -1;
   int dx = -1, dact = -1, dgu = -1, dhn = -1, dh = -1, dxn1 = -1, wgrad = -1;
-  int xn1_full = -1, hn_full = -1, h_part = -1, out_part = -1;   // forward (xn1, hn: kept per layer)
+  int xn1_full = -1, hn_full = -1, h_part = -1, out_part = -1;   // forward (the backward gathers xn1, hn again)
   int dx_full = -1, dh_full = -1, dhn_part = -1, dxn1_part = -1;  // backward
 };
 

@@ -111,8 +111,8 @@ LayerBuffers layer_buffers(StepContext& ctx, int r) {
   b.xn1_full = b.xn1, b.hn_full = b.hn, b.h_part = b.h, b.out_part = -1;
   b.dx_full = b.dx, b.dh_full = b.dh, b.dhn_part = b.dhn, b.dxn1_part = b.dxn1;
   if (ctx.tensor_parallel()) {
-    b.xn1_full = act("xn1.full", T, m.hidden, kPerLayer);  // the backward's QKV GEMM reads it
-    b.hn_full = act("hn.full", T, m.hidden, kPerLayer);
+    b.xn1_full = act("xn1.full", T, m.hidden, kOne);  // the backward gathers it again
+    b.hn_full = act("hn.full", T, m.hidden, kOne);
     b.h_part = act("h.part", T, m.hidden, kOne);
     b.out_part = act("out.part", T, m.hidden, kOne);
     if (ctx.has_backward()) {
@@ -192,22 +192,38 @@ void emit_layer_backward(StepContext& ctx, int layer, bool qkv_recomputed, RankD
   auto io = [&](auto fn) -> Io {
     return [&ctx, fn](int r) { return fn(r, layer_buffers(ctx, r)); };
   };
+  // Megatron-SP keeps only the rank's T/tp rows of a column-parallel GEMM's input (xn1,
+  // hn) and all-gathers them again for the weight gradient: issued on the tp stream right
+  // after the all-gather the compute stream needs first, so it overlaps that compute.
+  auto regather = [&](int LayerBuffers::*from, int LayerBuffers::*to) {
+    RankDeps after = ready;
+    tp_exchange(ctx, OpKind::all_gather, w, after, from, to);
+    return after;
+  };
+  auto join = [&](const RankDeps& also) {
+    if (!ctx.tensor_parallel()) return;
+    for (size_t r = 0; r < ready.size(); ++r) ready[r].insert(ready[r].end(), also[r].begin(), also[r].end());
+  };
   tp_exchange(ctx, OpKind::all_gather, w, ready, &LayerBuffers::dx, &LayerBuffers::dx_full);
+  const RankDeps hn_gathered = regather(&LayerBuffers::hn, &LayerBuffers::hn_full);
   gemm(ctx, w, {m.hidden, I}, true, ready,
        io([&](int, const LayerBuffers& b) { return RW{{b.dx_full, b.act, b.weights}, {b.dact, b.wgrad}}; }));
   elementwise(ctx, w, T, I, kSwigluFlopsPerElement, ready,
               io([&](int, const LayerBuffers& b) { return RW{{b.dact, b.gu}, {b.dgu}}; }));
+  join(hn_gathered);
   gemm(ctx, w, {2 * I, m.hidden}, true, ready,
        io([&](int, const LayerBuffers& b) { return RW{{b.dgu, b.hn_full, b.weights}, {b.dhn_part, b.wgrad}}; }));
   tp_exchange(ctx, OpKind::reduce_scatter, w, ready, &LayerBuffers::dhn_part, &LayerBuffers::dhn);
   elementwise(ctx, w, Ts, m.hidden, kNormFlopsPerElement, ready,
               io([&](int, const LayerBuffers& b) { return RW{{b.dhn, b.h, b.weights, b.dx}, {b.dh}}; }));
   tp_exchange(ctx, OpKind::all_gather, w, ready, &LayerBuffers::dh, &LayerBuffers::dh_full);
+  const RankDeps xn1_gathered = regather(&LayerBuffers::xn1, &LayerBuffers::xn1_full);
   gemm(ctx, w, {m.hidden, q}, true, ready, io([&](int r, const LayerBuffers& b) {
          return RW{cat({b.dh_full, b.weights}, attention_outputs(ctx, r, Phase::backward, false)),
                    cat({b.wgrad}, {attention_inputs(ctx, r, Phase::backward, true)})};
        }));
   emit_attention(ctx, {Phase::backward, layer, true, qkv_recomputed}, ready);
+  join(xn1_gathered);
   gemm(ctx, w, {q + 2 * kv, m.hidden}, true, ready, io([&](int r, const LayerBuffers& b) {
          return RW{cat({b.xn1_full, b.weights}, attention_outputs(ctx, r, Phase::backward, true)), {b.dxn1_part, b.wgrad}};
        }));

@@ -6,7 +6,8 @@
 // With tensor parallelism (Megatron, with sequence parallelism; docs/generators.md,
 // "Tensor parallelism") each GEMM holds 1/tp of the columns (QKV, gate+up) or rows
 // (O, down), the norms run on 1/tp of the tokens, and the tensor group all-gathers
-// before and reduce-scatters after the attention and MLP blocks (backward: the mirror).
+// before and reduce-scatters after the attention and MLP blocks (backward: the mirror,
+// plus Megatron's re-gather of each column-parallel GEMM's input).
 #pragma once
 
 #include <functional>

@@ -114,14 +114,14 @@ struct Counter {
     return n;
   }
   // generate/decoder_layer.cpp: 7 ops per rank each way, and with tp > 1 two all-gathers
-  // and two reduce-scatters.
-  int64_t dense() const { return (7 + (split ? 4 : 0)) * world; }
+  // and two reduce-scatters (backward: two more all-gathers, the inputs gathered again).
+  int64_t dense(bool backward) const { return (7 + (split ? (backward ? 6 : 4) : 0)) * world; }
   int64_t layer_forward(bool with_attention) const {
-    return dense() + (with_attention ? attention(false, false) : 0);
+    return dense(false) + (with_attention ? attention(false, false) : 0);
   }
   int64_t layer_backward() const {
     const bool selective = recomputes && e.parallel.checkpoint == Checkpoint::selective;
-    return dense() + attention(true, selective);
+    return dense(true) + attention(true, selective);
   }
   int64_t layer() const {
     const Checkpoint ck = e.parallel.checkpoint;

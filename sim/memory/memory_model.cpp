@@ -84,7 +84,7 @@ Tensors tensors(const Experiment& e) {
   if (m.heads % (p.hp * tp) != 0)
     throw ConfigError(fmt::format("{}: $.parallel.tp: hp*tp = {}*{} does not divide the model's {} heads", e.source,
                                   p.hp, tp, m.heads));
-  const placement::HeadShard s = placement::head_shard(m, p.hp * tp, 0);
+  const placement::HeadShard s = placement::head_shard(m, p, 0, 0);
   const int64_t b = e.workload.batch, S = e.workload.seq_len, D = m.head_dim;
   const int64_t T = S / p.cp;                       // ring layout: the context rank's tokens
   const int64_t N = b * S / (int64_t(p.cp) * p.hp);  // dense layout: the (hp, cp) rank's tokens, batch folded
@@ -127,10 +127,11 @@ Tensors tensors(const Experiment& e) {
   const int64_t chunk = p.loss_chunk_tokens > 0 ? std::min(p.loss_chunk_tokens, N) : N;
   t.loss = 2 * t.x + ceil_div(chunk * m.vocab * kLossBytesPerLogit, tp);  // xf, dxf; a chunk's logits (vocab / tp)
 
-  t.params = ceil_div(m.params(), tp);
-  t.layer_params = ceil_div(m.layer_params(), tp);
-  t.embed_params = ceil_div(m.params() - int64_t(m.layers) * m.layer_params(), tp);
-  t.zero_group = p.dp * p.hp * p.cp;
+  // The generator's shards (norm weights stay whole on every tensor rank).
+  t.layer_params = generate::tp_layer_params(m, tp);
+  t.embed_params = generate::tp_embed_params(m, tp);
+  t.params = int64_t(m.layers) * t.layer_params + t.embed_params;
+  t.zero_group = p.replicas();
   return t;
 }
 
@@ -227,22 +228,35 @@ nlohmann::json to_json(const MemoryReport& r) {
 }
 
 std::string to_text(const MemoryReport& r) {
+  std::string verdict = "fits";
+  if (r.oom) {  // name the largest term: what to change first
+    const Term* big = &r.terms.front();
+    for (const Term& t : r.terms)
+      if (t.bytes > big->bytes) big = &t;
+    verdict = fmt::format("OUT OF MEMORY by {:.2f} GB, the largest term {} {:.2f} GB",
+                          double(r.shortfall_bytes()) / 1e9, big->name, double(big->bytes) / 1e9);
+  }
   std::string out = fmt::format("memory/GPU     {:.2f} GB of {:.2f} GB: {} (peak at the {})\n", r.peak_GB(),
-                                r.capacity_GB(),
-                                r.oom ? fmt::format("OUT OF MEMORY by {:.2f} GB", double(r.shortfall_bytes()) / 1e9)
-                                      : std::string("fits"),
-                                r.peak_at == Moment::loss ? "loss" : "first layer's backward");
+                                r.capacity_GB(), verdict,
+                                r.peak_at == Moment::loss ? "loss" : "last layer's backward");
   std::string line;
   for (const Term& t : r.terms) {
     if (t.bytes == 0) continue;
     const std::string item = fmt::format("{} {:.2f} GB", t.name, double(t.bytes) / 1e9);
     if (!line.empty() && line.size() + item.size() > 90) {
-      out += "  " + line + "\n";
+      out += "  ";
+      out += line;
+      out += '\n';
       line.clear();
     }
-    line += (line.empty() ? "" : ", ") + item;
+    if (!line.empty()) line += ", ";
+    line += item;
   }
-  if (!line.empty()) out += "  " + line + "\n";
+  if (!line.empty()) {
+    out += "  ";
+    out += line;
+    out += '\n';
+  }
   return out;
 }
 

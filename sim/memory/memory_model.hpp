@@ -3,14 +3,15 @@
 // prunes with before it generates anything, so it costs microseconds.
 // The peak is the larger of two moments of the step (docs/memory.md derives
 // every term): the loss (end of the forward: every layer's checkpoints held,
-// the LM head and cross-entropy working) and the first layer's backward (every
-// checkpoint held, that layer recomputed under the checkpoint policy, its
-// attention ring and all-to-all buffers live). Persistent state — bf16
-// weights and gradients, Adam's fp32 master weights and two moments (12 bytes
-// a parameter) — is divided by ZeRO over the dp·hp·cp GPUs that hold the same
-// tensor-parallel shard; activations and heads divide by tp. On top come the
-// allocator's fragmentation (cluster gpu.fragmentation x the tensors) and the
-// CUDA/NCCL context (gpu.context_GB). GB = 1e9 bytes.
+// the LM head and cross-entropy working) and the last layer's backward, the
+// first to run (every checkpoint held, that layer recomputed under the
+// checkpoint policy, its attention ring and all-to-all buffers live).
+// Persistent state — bf16 weights and gradients, Adam's fp32 master weights
+// and two moments (12 bytes a parameter) — is divided by ZeRO over the
+// dp·hp·cp GPUs that hold the same tensor-parallel shard; activations and
+// heads divide by tp. On top come the allocator's fragmentation (cluster
+// gpu.fragmentation x the tensors) and the CUDA/NCCL context
+// (gpu.context_GB). GB = 1e9 bytes.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +50,7 @@ struct MemoryReport {
   std::vector<Term> terms;  // every term at the peak moment, in report order; they add up to peak_bytes
   Moment peak_at = Moment::layer_backward;
   int64_t loss_bytes = 0;            // total at the loss moment
-  int64_t layer_backward_bytes = 0;  // total at the first layer's backward
+  int64_t layer_backward_bytes = 0;  // total at the last layer's backward (the first to run)
   int64_t peak_bytes = 0;            // max of the two
   int64_t capacity_bytes = 0;        // cluster gpu.memory_GB
   bool oom = false;                  // peak_bytes > capacity_bytes
@@ -74,14 +75,15 @@ struct Tensors {
   int64_t dense_rest = 0;   // the rest of a layer's forward activations: xn1, h, hn, gu, act
   int64_t dense_grads = 0;  // the backward's temporaries: dx, dact, dgu, dhn, dh, dxn1
   int64_t o_seq = 0;        // O in the dense layout, kept with O when an exchange precedes the ring (else 0)
-  int64_t index = 0;        // one layer's built sparse index: slash block mask (uint8) and vertical lists (int32); 0 unless dynamic
+  int64_t index = 0;        // one layer's built index: block mask (uint8), vertical lists (int32); 0 unless dynamic
   int outer = 1, inner = 1;  // the ring: rounds x steps per round (O x I = cp)
   int64_t kv_slots = 0;      // K|V receive slots: 2 inner (I > 1) + min(3, O-1) outer
-  int64_t dkv_slots = 0;     // dK|dV: 2 inner (I > 1), 2 outer (O > 1), min(2, cp) step partials (cp > 1), min(2, O) round sums (O, I > 1)
-  int64_t fwd_partials = 0;  // forward: the step's O and LSE and fp32 accumulators (0 when the kernel merges in its epilogue)
+  // dK|dV: 2 inner sums (I > 1), 2 outer (O > 1), min(2, cp) step partials (cp > 1), min(2, O) round sums (O, I > 1)
+  int64_t dkv_slots = 0;
+  int64_t fwd_partials = 0;  // forward: the step's O, LSE and fp32 accumulators (0: the kernel merges in its epilogue)
   int64_t bwd_partials = 0;  // backward: dO, dQ's fp32 accumulator and the step's partial, the owner's dK|dV
   int exchanges = 0;         // all-to-alls between the dense and the ring layout: head (hp > 1) + shuffle (per_call)
-  int64_t exchange = 0;      // staging of the backward's exchanges (the larger direction), exchanges x (dO, dQ, dK|dV [, Q, K|V])
+  int64_t exchange = 0;      // staging of the backward's exchanges (the larger): exchanges x (dO, dQ, dK|dV [, Q, K|V])
   int64_t loss = 0;          // xf, dxf and one chunk's logits (bf16), their fp32 copy and bf16 gradient
   int64_t params = 0;        // parameters on this GPU (params / tp)
   int64_t layer_params = 0;  // one decoder layer's, / tp

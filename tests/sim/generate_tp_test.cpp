@@ -79,6 +79,7 @@ TEST(TensorParallel, ExecutesTheSameWorkAsTp1OverAllRanks) {
       const auto e = load(with(sets, 2));
       const auto s = session.schedule(e);
       EXPECT_EQ(int(s.ranks.size()), 2 * load(sets).parallel.world());
+      EXPECT_EQ(s.generator.rfind("tp2-", 0), 0u) << s.generator;
       const Work two = work_of(s);
       for (const auto& [kind, f] : one.flops) {
         EXPECT_DOUBLE_EQ(two.flops.at(kind), f) << to_string(kind) << " " << ::testing::PrintToString(sets);
@@ -122,7 +123,8 @@ TEST(TensorParallel, EachRanksGemmsAreOneTpthOfTp1s) {
 }
 
 // Megatron-SP per layer and pass on every rank: an all-gather before and a reduce-scatter
-// after the attention block and the MLP block (backward: the mirror), each of all
+// after the attention block and the MLP block (backward: the mirror, and the inputs of
+// the column-parallel GEMMs gathered again for their weight gradients), each of all
 // b*s/(cp*hp) local tokens x hidden in bf16; plus, in a step, the embedding's
 // reduce-scatter, the final norm's all-gather and their backward.
 TEST(TensorParallel, CollectivesAreMegatronSequenceParallels) {
@@ -147,7 +149,8 @@ TEST(TensorParallel, CollectivesAreMegatronSequenceParallels) {
   for (int r = 0; r < e.parallel.world(); ++r) {
     for (int l = 0; l < 2; ++l)
       for (Phase p : {Phase::forward, Phase::recompute, Phase::backward}) {
-        EXPECT_EQ((count[{r, int(p), l, OpKind::all_gather}]), 2) << r << " " << l << " " << to_string(p);
+        // backward: the inputs of QKV and gate+up gathered again for their weight gradients
+        EXPECT_EQ((count[{r, int(p), l, OpKind::all_gather}]), p == Phase::backward ? 4 : 2) << r << " " << l << " " << to_string(p);
         EXPECT_EQ((count[{r, int(p), l, OpKind::reduce_scatter}]), 2) << r << " " << l << " " << to_string(p);
       }
     for (Phase p : {Phase::forward, Phase::backward}) {
@@ -267,6 +270,71 @@ TEST(TensorParallel, OpCountIsTheGenerators) {
     ++checked;
   }
   EXPECT_EQ(checked, 4 * 4 * 2 + 4);
+}
+
+// A deterministic spread over the generator's choices (xorshift; no clock).
+struct Pick {
+  uint64_t s;
+  int operator()(int n) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    return int(s % uint64_t(n));
+  }
+};
+
+// Many random layouts with tp = 2 or 4 on a model with 8 KV heads: the Schedule validates,
+// count_step_ops is its op count, and (where no KV head is copied, hp*tp <= KV heads) the
+// work over all ranks is tp = 1's.
+// (Each case builds in milliseconds: 2 layers of 16K tokens.)
+TEST(TensorParallel, RandomLayoutsValidateCountAndConserveWork) {
+  const char* rings[] = {"ring", "double_ring", "hierarchical"};
+  const char* partitions[] = {"contiguous", "zigzag", "stripe", "balanced"};
+  const char* scopes[] = {"attention_fwd", "attention_fwd_bwd", "layer", "step"};
+  const char* checkpoints[] = {"none", "full", "selective"};
+  const char* patterns[] = {"dense-causal", "topp-synthetic", "document-causal", "sliding-window"};
+  const char* placements[] = {"head_first", "context_first"};
+  const int dims[][3] = {{1, 1, 2}, {1, 1, 4}, {2, 1, 4}, {1, 2, 4}, {2, 2, 2}, {1, 1, 8}, {1, 4, 2}, {4, 1, 2}, {1, 2, 2}};
+  Pick pick{0x2545f4914f6cdd1dull};
+  pipeline::Session session;
+  int checked = 0, conserved = 0;
+  for (int i = 0; i < 60; ++i) {
+    const auto& d = dims[pick(int(std::size(dims)))];
+    const int tp = 2 << pick(2);
+    const std::string ring = rings[pick(3)];
+    std::vector<std::string> sets{"model=llama2-7b-gqa", "parallel.dp=" + std::to_string(d[0]),
+                                  "parallel.hp=" + std::to_string(d[1]), "parallel.cp=" + std::to_string(d[2]),
+                                  "parallel.ring=" + ring, std::string("parallel.partition=") + partitions[pick(4)],
+                                  std::string("scope=") + scopes[pick(4)],
+                                  std::string("parallel.checkpoint=") + checkpoints[pick(3)],
+                                  "parallel.zero_stage=" + std::to_string(pick(4)),
+                                  std::string("workload.pattern=") + patterns[pick(4)],
+                                  std::string("parallel.placement=") + placements[pick(2)]};
+    if (ring == "double_ring") sets.push_back("parallel.window=" + std::to_string(d[2] >= 4 ? 2 : 1));
+    Experiment e;
+    schedule::Schedule s;
+    try {
+      e = load(with(sets, tp));
+      s = session.schedule(e);
+    } catch (const ConfigError&) {  // more GPUs than the cluster's, or a layout the kinds refuse
+      continue;
+    }
+    const std::string what = ::testing::PrintToString(with(sets, tp));
+    ASSERT_EQ(count_step_ops(e), int64_t(s.ops.size())) << what;
+    ASSERT_NO_THROW(schedule::validate(s, what));
+    ++checked;
+    if (d[1] * tp > e.model.kv_heads) continue;
+    const Work one = work_of(session.schedule(load(sets))), many = work_of(s);
+    // A hierarchical ring of tp > 1 spans tp times the nodes (a context group takes every
+    // tp-th GPU), so its rounds, hence its outer dK|dV additions, differ: FLOPs only.
+    for (const auto& [kind, f] : one.flops) {
+      EXPECT_DOUBLE_EQ(many.flops.at(kind), f) << to_string(kind) << " " << what;
+      if (ring != "hierarchical") {
+        EXPECT_EQ(many.bytes.at(kind), one.bytes.at(kind)) << to_string(kind) << " " << what;
+      }
+    }
+    ++conserved;
+  }
+  EXPECT_GE(checked, 30);
+  EXPECT_GE(conserved, 15);
 }
 
 // One node, one flow per link at a time: the engines agree on a tp = 2 layer.

@@ -47,14 +47,15 @@ std::vector<int64_t> tokens_of(const schedule::TokenSet& t) {
   return out;
 }
 
-// (d, h) of every rank: which context group (hence which sequence and heads) it serves.
+// (d, h, t) of every rank: which context group (hence which sequence and heads) it serves.
 std::vector<int> context_group_of(const Experiment& e) {
   const Parallel& p = e.parallel;
   placement::DeviceMap map(p);
   std::vector<int> g(size_t(p.world()));
   for (int d = 0; d < p.dp; ++d)
     for (int h = 0; h < p.hp; ++h)
-      for (int c = 0; c < p.cp; ++c) g[size_t(map.gpu(d, h, c, 0))] = d * p.hp + h;
+      for (int c = 0; c < p.cp; ++c)
+        for (int t = 0; t < p.tp; ++t) g[size_t(map.gpu(d, h, c, t))] = (d * p.hp + h) * p.tp + t;
   return g;
 }
 
@@ -98,15 +99,16 @@ std::vector<std::string> coverage_problems(const Schedule& s, const Experiment& 
                                 schedule::to_string(a->mask), allowed, all));
   }
   // Every head rank's heads, and the KV heads they need under GQA.
-  std::map<std::tuple<int, int, int>, std::vector<int>> head_begins;  // (group/hp, layer, phase) -> head_begin
+  std::map<std::tuple<int, int, int>, std::vector<int>> head_begins;  // ((d, t), layer, phase) -> head_begin
   const int per_kv = e.model.heads / e.model.kv_heads;
+  const int hp = e.parallel.hp, tp = e.parallel.tp;
   for (auto& [key, p] : passes) {
     auto [g, layer, phase, head_begin] = key;
-    head_begins[{g / e.parallel.hp, layer, phase}].push_back(head_begin);
+    head_begins[{g / (hp * tp) * tp + g % tp, layer, phase}].push_back(head_begin);
     if (p.kv_begin != head_begin / per_kv || p.kv_begin + p.kv_heads != (head_begin + p.heads - 1) / per_kv + 1)
       out.push_back(fmt::format("heads [{}, {}) name KV heads [{}, {})", head_begin, head_begin + p.heads, p.kv_begin,
                                 p.kv_begin + p.kv_heads));
-    if (p.heads != e.model.heads / e.parallel.hp) out.push_back(fmt::format("a head rank with {} heads", p.heads));
+    if (p.heads != e.model.heads / (hp * tp)) out.push_back(fmt::format("a head rank with {} heads", p.heads));
     int64_t missed = 0, twice = 0;
     for (int64_t qi = 0; qi < S; ++qi)
       for (int64_t ki = 0; ki < (causal ? qi + 1 : S); ++ki) {
@@ -487,6 +489,13 @@ const std::vector<Case> kCases{
      "mtraining-qwen2.5-3b-512k"},
     {"loongtrain_layer", {"scope=layer", "parallel.hp=4", "workload.seq_len=512"}, false, false,
      "loongtrain-llama2-7b-1m"},
+    // Tensor parallelism: each tensor rank's rings over its own heads.
+    {"tp2_zigzag_layer_full", {"parallel.tp=2", "parallel.cp=4", "parallel.partition=zigzag", "scope=layer"}},
+    {"tp2_2d_double_ring_step_selective",
+     {"parallel.tp=2", "parallel.hp=2", "parallel.cp=2", "parallel.ring=double_ring", "parallel.window=2",
+      "scope=step", "parallel.checkpoint=selective", "model=llama2-7b-gqa"}},
+    {"tp2_stripe_dynamic_layer", {"parallel.tp=2", "parallel.cp=4", "parallel.partition=stripe", "scope=layer"},
+     true, true},
 };
 
 class Dataflow : public ::testing::TestWithParam<Case> {};
