@@ -15,6 +15,12 @@
 #include "sim/search/plan.hpp"
 #include "tools/cli/cli_common.hpp"
 
+// What bounds each candidate's step (the bound_by report), where this build has it.
+#if __has_include("sim/report/bound_by.hpp")
+#include "sim/report/bound_by.hpp"
+#define RM_PLAN_HAS_BOUND_BY 1
+#endif
+
 namespace rm::cli {
 
 namespace {
@@ -53,6 +59,10 @@ nlohmann::json candidate_json(const search::PlanCandidate& c, const Experiment& 
     j["memory_GB"] = nullptr;  // no memory model in this build
   }
   if (!c.reason.empty()) j["reason"] = c.reason;
+#ifdef RM_PLAN_HAS_BOUND_BY
+  const report::StepReport& shown = c.confirmed && c.simgrid.ok ? c.simgrid.report : c.analytic.report;
+  if (shown.bound_by) j["bound_by"] = report::brief(*shown.bound_by);
+#endif
   j["equivalents"] = nlohmann::json::array();
   for (const auto& l : c.equivalents) j["equivalents"].push_back(search::layout_label(l));
   return j;
@@ -151,6 +161,12 @@ void run(const Options& o) {
                       eng, best.tokens / best.step_time_s(),
                       100 * best.analytic.report.mfu * best.analytic.report.step_time_s / best.step_time_s(),
                       memory_cell(best));
+#ifdef RM_PLAN_HAS_BOUND_BY
+  {
+    const report::StepReport& shown = best.confirmed && best.simgrid.ok ? best.simgrid.report : best.analytic.report;
+    if (shown.bound_by) text += fmt::format("        bound by: {}\n", report::brief(*shown.bound_by));
+  }
+#endif
   if (r.seed.analytic.ok) {
     text += fmt::format("seed    {} (the experiment's own layout)\n", search::layout_label(r.seed.layout));
     text += fmt::format("        step {:.4g} s ({}), memory {} GB{}{}\n", r.seed.step_time_s(),
