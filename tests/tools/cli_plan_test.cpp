@@ -86,6 +86,20 @@ TEST(CliPlan, ASetKeyIsFixed) {
   }
 }
 
+TEST(CliPlan, ListOptionsTakeOneValuePerFlag) {
+  // The experiment after --fix and --stripe-tokens is the positional, not a second value.
+  const auto r = run_cli("plan --json --engine-confirm none --gpus 4 --jobs 2 --fix parallel.ring --stripe-tokens 128,512"
+                         " --set cluster=h200-1x8 --set workload.seq_len=8k --set model.layers=2 --set parallel.cp=4"
+                         " --fix parallel.checkpoint mtraining-qwen2.5-3b-512k");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("experiment").at("name"), "mtraining-qwen2.5-3b-512k");
+  for (const auto& c : j.at("candidates")) {
+    EXPECT_EQ(c.at("config").at("ring"), "hierarchical");
+    EXPECT_EQ(c.at("config").at("checkpoint"), "full");
+  }
+}
+
 TEST(CliPlan, BadInputIsOneLineAndNoOutput) {
   const std::string dir = (temp_dir("rm_cli_plan_bad") / "never.json.gz").string();
   for (const std::string& args :

@@ -203,9 +203,11 @@ void register_plan(CLI::App& app) {
   cmd->add_option("--engine-confirm", o->confirm, "simgrid (re-simulate the top K) or none")->capture_default_str();
   cmd->add_option("--jobs", o->jobs, "Worker threads for the analytic ranking (default: every core)");
   cmd->add_option("--fix", o->fix, "Keep this key at the experiment's value (repeatable), e.g. parallel.ring; "
-                                   "a searched key given to --set is fixed too");
-  cmd->add_option("--stripe-tokens", o->stripe_tokens, "Stripe widths tried for stripe and balanced partitions")
-      ->delimiter(',');
+                                   "a searched key given to --set is fixed too")
+      ->allow_extra_args(false);
+  cmd->add_option("--stripe-tokens", o->stripe_tokens, "Stripe widths tried for stripe and balanced partitions, e.g. 128,1024")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd->add_flag("--exhaustive", o->exhaustive,
                 "Simulate a full step of every layout that fits: no pruning by the compute floor, no layer screen");
   cmd->add_flag("--no-screen", o->no_screen,
