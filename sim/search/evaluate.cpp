@@ -40,8 +40,11 @@ std::vector<Outcome> evaluate(const std::vector<Experiment>& points, const Evalu
   std::mutex progress_mutex;
   int64_t done = 0;
   std::exception_ptr failure;  // anything but a ConfigError: a bug, rethrown on the caller's thread
-  auto work = [&] {
-    pipeline::Session session;
+  std::deque<pipeline::Session> fresh;
+  std::deque<pipeline::Session>& pool = o.sessions ? *o.sessions : fresh;
+  while (pool.size() < size_t(workers)) pool.emplace_back();
+  auto work = [&](int w) {
+    pipeline::Session& session = pool[size_t(w)];
     for (int64_t i = next++; i < n; i = next++) {
       try {
         out[i] = evaluate_one(points[i], o.engine, session);
@@ -57,11 +60,11 @@ std::vector<Outcome> evaluate(const std::vector<Experiment>& points, const Evalu
     }
   };
   if (workers == 1) {
-    work();
+    work(0);
   } else {
     std::vector<std::thread> threads;
     threads.reserve(workers);
-    for (int w = 0; w < workers; ++w) threads.emplace_back(work);
+    for (int w = 0; w < workers; ++w) threads.emplace_back(work, w);
     for (auto& t : threads) t.join();
   }
   if (failure) std::rethrow_exception(failure);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ struct EvaluateOptions {
   int jobs = 0;
   // Called from worker threads (serialised) after each point: (points done, total).
   std::function<void(int64_t, int64_t)> progress;
+  // Sessions kept across calls (worker w uses the w-th, added as needed): a
+  // search that evaluates batch after batch builds each pattern once per
+  // worker, not once per batch. Null: fresh sessions for this call.
+  std::deque<pipeline::Session>* sessions = nullptr;
 };
 
 // The number of worker threads `jobs` means on this machine (>= 1).

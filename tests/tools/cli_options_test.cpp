@@ -17,7 +17,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::vector<std::string> kCommands{"imbalance", "schedule", "simulate", "sweep"};
+const std::vector<std::string> kCommands{"imbalance", "plan", "schedule", "simulate", "sweep"};
 // A command as the tests below run it: sweep needs a grid.
 std::string invoke(const std::string& cmd) { return cmd == "sweep" ? cmd + " --grid parallel.partition=zigzag,stripe" : cmd; }
 // Commands that take no experiment (they read other commands' outputs): --json, no --configs.
@@ -127,7 +127,7 @@ TEST(CliOptions, HelpListsCommandsThatRunAndEachHasJson) {
 }
 
 TEST(CliOptions, UsageErrorsAreOneLineAndExitTwo) {
-  for (const char* args : {"", "plan", "simulate --no-such-flag", "simulate --engine", "imbalance a b"}) {
+  for (const char* args : {"", "no-such-command", "simulate --no-such-flag", "simulate --engine", "imbalance a b"}) {
     const auto r = run_cli(args);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;

@@ -1,0 +1,109 @@
+// `ringmaster plan`: the fastest layout of one experiment on its cluster.
+// The search (docs/planner.md):
+//   1. enumerate the space (plan_space.hpp) and drop what the simulator refuses;
+//   2. drop what does not fit in GPU memory (plan_memory.hpp), keeping the
+//      smallest shortfall for the "nothing fits" message;
+//   3. simulate the experiment's own layout (the seed) with the analytic engine:
+//      it is the first incumbent and gives the mask's FLOPs to the bound;
+//   4. (scope step, `screen`) simulate one decoder layer of each layout, best
+//      first under the layer's floor, and keep the layouts of the best few
+//      distinct layer times — a heuristic;
+//   5. best first by the compute floor (plan_bound.hpp): simulate full steps, in
+//      batches of a fixed size, of the layouts whose floor is at most the K-th
+//      best distinct time per token found so far; stop at the first floor above
+//      it. A floor never exceeds its layout's analytic time, so the K best of the
+//      layouts this stage sees are exact;
+//   6. re-simulate the K best with SimGrid; the winner is the fastest there;
+//   7. say why each runner-up lost (reason_lost).
+// Layouts are ranked by time per token (step time / (dp x batch x seq_len)):
+// data parallelism multiplies the tokens of a step, so step time alone would
+// always prefer dp = 1. Ties go to the earlier layout of the enumeration, and
+// layouts whose analytic times are equal to the bit count as one (equivalents):
+// the K runners-up are K distinct times.
+// Deterministic: the batches do not depend on the number of worker threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/config/experiment.hpp"
+#include "sim/search/evaluate.hpp"
+#include "sim/search/plan_bound.hpp"
+#include "sim/search/plan_memory.hpp"
+#include "sim/search/plan_space.hpp"
+
+namespace rm::search {
+
+struct PlanOptions {
+  SpaceOptions space;
+  int top_k = 5;
+  bool confirm_simgrid = true;  // re-simulate the K best with SimGrid
+  int jobs = 0;                 // analytic worker threads; 0 = every core
+  bool prune = true;            // false: simulate every layout that fits (the oracle)
+  // With scope `step`: first simulate one decoder layer of every layout (the
+  // screen, ~1/30 of a step's ops; the ZeRO stage set aside) and simulate full
+  // steps only for the layouts of the screen_keep best layers. A heuristic (a
+  // layer is not the step: the LM head, optimizer and ZeRO traffic are left
+  // out), off for an exact search.
+  bool screen = true;
+  int screen_keep = 0;          // 0: max(8, 3 x top_k)
+  // Layouts simulated per batch of the best-first search: fixed, so what is
+  // simulated (and printed) does not depend on the number of threads.
+  int batch = 8;
+  // (stage, done, total), from the calling thread between batches.
+  std::function<void(const std::string&, int64_t, int64_t)> progress;
+};
+
+struct PlanCandidate {
+  int64_t index = -1;  // in the enumeration (-1: the seed, outside the searched space)
+  Layout layout;
+  MemoryFit memory;
+  ComputeFloor floor;
+  Outcome analytic;              // its analytic simulation
+  bool confirmed = false;        // simulated with SimGrid too
+  Outcome simgrid;
+  double tokens = 0;             // dp x batch x seq_len
+  std::string reason;            // why it lost to the winner (empty for the winner)
+  std::vector<Layout> equivalents;  // layouts simulated to the same time to the bit (after it in the enumeration)
+
+  double step_time_s() const { return (confirmed && simgrid.ok ? simgrid : analytic).report.step_time_s; }
+  double analytic_time_per_token() const { return analytic.report.step_time_s / tokens; }
+};
+
+struct PlanStats {
+  int gpus = 0;
+  int64_t enumerated = 0;     // points of the space before any check
+  int64_t invalid = 0;        // refused by the parser or the generator
+  int64_t oom = 0;            // do not fit in GPU memory
+  int64_t screen_points = 0;  // distinct layers the screen could simulate
+  int64_t screened = 0;       // layer simulations of the screen
+  int64_t screen_pruned = 0;  // distinct layers skipped: their floor is above the screen's kept best
+  int64_t screened_out = 0;   // layouts whose layer did not make the screen's best
+  int64_t pruned_bound = 0;   // skipped: compute floor above the K-th best full step
+  int64_t simulated = 0;      // full-step analytic simulations (the seed included)
+  int64_t failed = 0;         // simulations that refused to run (e.g. too large for this machine)
+  int64_t confirmed = 0;      // SimGrid simulations
+  double smallest_shortfall_GB = 0;  // over the OOM layouts (when every layout is OOM: the message)
+  std::string smallest_shortfall_layout;
+  std::string first_invalid;  // the first refusal's reason
+  std::string first_failure;  // the first failed simulation's reason
+};
+
+struct PlanResult {
+  std::vector<PlanCandidate> ranked;  // the K best; ranked[0] is the winner
+  PlanCandidate seed;                 // the experiment's own layout
+  bool seed_in_space = false;         // it is one of the searched layouts
+  PlanStats stats;
+};
+
+// Throws ConfigError when no layout is valid, or none fits (naming the
+// smallest shortfall), or none could be simulated.
+PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOptions& o);
+
+// Why `c` lost to `winner`: the largest of its per-token deltas in exposed
+// communication, idle time (imbalance), recomputation and other compute, in words.
+std::string reason_lost(const PlanCandidate& c, const PlanCandidate& winner);
+
+}  // namespace rm::search

@@ -1,0 +1,67 @@
+// The planner's search space: every layout a user would otherwise sweep by
+// hand for one experiment — (dp, tp, hp, cp) factorisations of the GPUs, token
+// partitions and stripe widths, ring kinds, orders and double-ring windows,
+// placements, shuffle, checkpoint and ZeRO stage — enumerated without
+// duplicates (a key that cannot change the step, e.g. the ring with cp = 1 or
+// the placement with hp = 1, takes one canonical value), each point checked by
+// the experiment parser and the generator's own structure checks, so the
+// planner's notion of "valid" is the simulator's.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/config/experiment.hpp"
+
+namespace rm::search {
+
+// The parallel keys of one point of the space (the rest of the experiment is the base's).
+struct Layout {
+  int dp = 1, tp = 1, hp = 1, cp = 1;
+  Partition partition = Partition::contiguous;
+  int64_t stripe_tokens = 128;
+  RingKind ring = RingKind::ring;
+  int window = 1;
+  PlacementOrder placement = PlacementOrder::head_first;
+  RingOrder ring_order = RingOrder::rank;
+  ShuffleMode shuffle = ShuffleMode::per_call;
+  Checkpoint checkpoint = Checkpoint::full;
+  int zero_stage = 1;
+};
+
+Layout layout_of(const Experiment& e);
+// The parallel keys of a layout, as an experiment file spells them.
+nlohmann::json layout_json(const Layout& l);
+// One line, e.g. "dp1 hp1 cp32 stripe/128 hierarchical head_first per_call ckpt=full zero1".
+std::string layout_label(const Layout& l);
+
+// What may vary. A key in `fixed` keeps the base experiment's value; the
+// factorisation keys (parallel.dp, parallel.tp, parallel.hp, parallel.cp) can be fixed one by one.
+struct SpaceOptions {
+  int gpus = 0;                                   // dp*tp*hp*cp; 0 = the cluster's GPUs
+  std::set<std::string> fixed;                    // experiment keys, e.g. "parallel.ring"
+  std::vector<int64_t> stripe_tokens = {128, 1024, 8192};  // widths tried for stripe and balanced
+  int max_tp = 0;                                 // largest tp tried; 0 = the GPUs of a node
+};
+
+// The experiment keys the planner searches (what `fixed` may name).
+const std::vector<std::string>& searched_keys();
+
+struct Space {
+  std::vector<Layout> layouts;      // valid points, in enumeration order
+  std::vector<Experiment> experiments;  // the base with each layout, parsed
+  int64_t enumerated = 0;           // points generated before the validity checks
+  int64_t invalid = 0;              // refused by the parser or the generator's structure checks
+  std::string first_invalid;        // the first refusal's message (for "nothing valid")
+};
+
+// The base experiment with a layout's keys (parsed and validated: throws ConfigError).
+Experiment apply_layout(const Experiment& base, const Layout& l, const ConfigStore& store);
+
+Space enumerate_space(const Experiment& base, const SpaceOptions& o, const ConfigStore& store);
+
+}  // namespace rm::search

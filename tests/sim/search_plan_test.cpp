@@ -1,0 +1,250 @@
+// The planner on a space small enough to enumerate: its space has no duplicates
+// and only valid layouts, its compute floor never exceeds a simulated step,
+// pruning never changes the K best, the winner is the brute-force best and at
+// least as fast as the experiment's own layout, and threads change nothing.
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/config/config_store.hpp"
+#include "sim/pipeline/pipeline.hpp"
+#include "sim/search/plan.hpp"
+
+namespace rm::search {
+namespace {
+
+ConfigStore store() { return ConfigStore({std::string(RINGMASTER_SOURCE_DIR) + "/configs"}); }
+
+// The default experiment (MTraining's sparse pattern, hierarchical stripe ring)
+// shrunk: two layers, 8K tokens, on 4 GPUs of one H200 node, a full step.
+Experiment small(std::vector<std::string> more = {}) {
+  std::vector<std::string> all{"cluster=h200-1x8", "workload.seq_len=8k", "model.layers=2", "parallel.cp=4",
+                               "parallel.ring=ring", "scope=step"};
+  all.insert(all.end(), more.begin(), more.end());
+  return load_experiment(store(), "", all);
+}
+
+SpaceOptions small_space() {
+  SpaceOptions o;
+  o.gpus = 4;
+  o.stripe_tokens = {128, 512};
+  return o;
+}
+
+PlanOptions options(bool prune) {
+  PlanOptions o;
+  o.space = small_space();
+  o.top_k = 3;
+  o.confirm_simgrid = false;
+  o.prune = prune;
+  o.screen = false;  // exact: every layout that passes the floor gets a full step
+  o.jobs = 2;
+  return o;
+}
+
+TEST(PlanSpace, ValidLayoutsWithoutDuplicates) {
+  const Experiment e = small();
+  const Space s = enumerate_space(e, small_space(), store());
+  ASSERT_GT(s.layouts.size(), 20u);
+  EXPECT_EQ(s.enumerated, int64_t(s.layouts.size()) + s.invalid);
+  std::set<std::string> seen;
+  bool tensor = false;
+  for (size_t i = 0; i < s.layouts.size(); ++i) {
+    const Layout& l = s.layouts[i];
+    EXPECT_EQ(l.dp * l.tp * l.hp * l.cp, 4);
+    tensor |= l.tp > 1;
+    EXPECT_TRUE(seen.insert(layout_json(l).dump()).second) << layout_label(l);
+    EXPECT_EQ(layout_json(layout_of(s.experiments[i])), layout_json(l));  // the parsed experiment is the layout
+  }
+  // The seed's layout, Ulysses (cp = 1) and a 2D double ring are all in it.
+  EXPECT_TRUE(seen.count(layout_json(layout_of(e)).dump()));
+  bool ulysses = false, two_d = false;
+  for (const Layout& l : s.layouts) {
+    ulysses |= l.cp == 1 && l.hp == 4;
+    two_d |= l.hp == 2 && l.cp == 2 && l.ring == RingKind::double_ring;
+  }
+  EXPECT_TRUE(ulysses);
+  EXPECT_TRUE(tensor);
+  EXPECT_TRUE(two_d);
+}
+
+TEST(PlanSpace, FixedKeysKeepTheBaseValue) {
+  SpaceOptions o = small_space();
+  o.fixed = {"parallel.ring", "parallel.checkpoint", "parallel.cp"};
+  const Space s = enumerate_space(small(), o, store());
+  ASSERT_FALSE(s.layouts.empty());
+  for (const Layout& l : s.layouts) {
+    EXPECT_EQ(l.ring, RingKind::ring);
+    EXPECT_EQ(l.checkpoint, Checkpoint::full);
+    EXPECT_EQ(l.cp, 4);
+  }
+}
+
+TEST(PlanBound, GemmFlopsAreWhatTheScheduleCarries) {
+  for (const char* ck : {"none", "full", "selective"})
+    for (const auto& [tp, hp, cp] : std::vector<std::tuple<int, int, int>>{{1, 1, 4}, {1, 2, 2}, {1, 4, 1}, {2, 1, 2}, {2, 2, 1}}) {
+      const Experiment e = small({std::string("parallel.checkpoint=") + ck, "parallel.hp=" + std::to_string(hp),
+                                  "parallel.cp=" + std::to_string(cp), "parallel.tp=" + std::to_string(tp)});
+      pipeline::Session session;
+      const schedule::Schedule s = session.schedule(e);
+      std::map<int, double> per_rank;
+      for (const auto& op : s.ops)
+        if (op.kind == schedule::OpKind::gemm) per_rank[op.rank] += op.flops;
+      for (const auto& [rank, f] : per_rank) EXPECT_NEAR(f, rank_gemm_flops(e), 1e-9 * f) << ck << " rank " << rank;
+    }
+}
+
+// Every layout of the small space simulated, without the planner (the oracle).
+struct Brute {
+  Space space;
+  std::vector<Outcome> out;
+};
+const Brute& brute() {
+  static const Brute b = [] {
+    Brute r{enumerate_space(small(), small_space(), store()), {}};
+    EvaluateOptions o;
+    o.jobs = 2;
+    r.out = evaluate(r.space.experiments, o);
+    return r;
+  }();
+  return b;
+}
+
+// The planner without pruning. Shared by the tests below.
+const PlanResult& exhaustive() {
+  static const PlanResult r = plan(small(), store(), options(false));
+  return r;
+}
+
+TEST(Plan, FloorNeverExceedsTheSimulatedStep) {
+  const Space& s = brute().space;
+  const std::vector<Outcome>& out = brute().out;
+  ASSERT_TRUE(out[0].ok) << out[0].error;
+  const double mask = mask_fwd_flops_per_sequence(s.experiments[0], out[0].report);
+  EXPECT_GT(mask, 0);
+  int checked = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].ok) continue;
+    ++checked;
+    const ComputeFloor f = compute_floor(s.experiments[i], mask);
+    EXPECT_GT(f.gemm_s, 0);
+    EXPECT_GT(f.attention_s, 0);
+    EXPECT_LE(f.total(), out[i].report.step_time_s) << layout_label(s.layouts[i]);
+    // Not vacuous: the floor is a sizeable part of the step.
+    EXPECT_GT(f.total(), 0.2 * out[i].report.step_time_s) << layout_label(s.layouts[i]);
+  }
+  EXPECT_EQ(checked, int(out.size()));
+}
+
+TEST(Plan, PrunedSearchFindsTheBruteForceBest) {
+  const PlanResult& all = exhaustive();
+  EXPECT_EQ(all.stats.pruned_bound, 0);
+  const PlanResult pruned = plan(small(), store(), options(true));
+  ASSERT_EQ(pruned.ranked.size(), all.ranked.size());
+  for (size_t i = 0; i < all.ranked.size(); ++i) {
+    EXPECT_EQ(layout_json(pruned.ranked[i].layout), layout_json(all.ranked[i].layout)) << i;
+    EXPECT_EQ(pruned.ranked[i].analytic.report.step_time_s, all.ranked[i].analytic.report.step_time_s);
+  }
+  // The winner alone (K = 1): the floor is tightest against the best time.
+  PlanOptions one = options(true);
+  one.top_k = 1;
+  const PlanResult winner = plan(small(), store(), one);
+  ASSERT_EQ(winner.ranked.size(), 1u);
+  EXPECT_EQ(layout_json(winner.ranked[0].layout), layout_json(all.ranked[0].layout));
+  EXPECT_GT(winner.stats.pruned_bound, 0) << "the floor pruned nothing: the test space no longer exercises it";
+  EXPECT_LT(winner.stats.simulated, all.stats.simulated);
+  std::printf("small space: %lld layouts, %lld invalid, %lld out of memory; K = 3: %lld simulated, %lld pruned by "
+              "the floor; K = 1: %lld simulated, %lld pruned\n",
+              (long long)pruned.stats.enumerated, (long long)pruned.stats.invalid, (long long)pruned.stats.oom,
+              (long long)pruned.stats.simulated, (long long)pruned.stats.pruned_bound,
+              (long long)winner.stats.simulated, (long long)winner.stats.pruned_bound);
+
+  // The brute-force best, computed here without the planner.
+  const Space& s = brute().space;
+  const std::vector<Outcome>& out = brute().out;
+  size_t best = 0;
+  auto per_token = [&](size_t i) {
+    return out[i].report.step_time_s / (double(s.layouts[i].dp) * s.experiments[i].workload.seq_len);
+  };
+  for (size_t i = 1; i < out.size(); ++i)
+    if (out[i].ok && per_token(i) < per_token(best)) best = i;
+  EXPECT_EQ(layout_json(pruned.ranked[0].layout), layout_json(s.layouts[best]));
+  EXPECT_EQ(layout_json(winner.ranked[0].layout), layout_json(s.layouts[best]));
+}
+
+TEST(Plan, TheLayerScreenKeepsTheWinnerWithinTwoPercent) {
+  PlanOptions o = options(true);
+  o.screen = true;
+  const PlanResult r = plan(small(), store(), o);
+  const PlanResult& all = exhaustive();
+  EXPECT_GT(r.stats.screened, 0);
+  EXPECT_GT(r.stats.screened_out, 0);
+  EXPECT_LT(r.stats.simulated, all.stats.simulated);
+  EXPECT_LE(r.ranked[0].analytic_time_per_token(), 1.02 * all.ranked[0].analytic_time_per_token());
+  std::printf("screened: %lld layer simulations of %lld layers, %lld full steps; winner %s vs exhaustive %s\n",
+              (long long)r.stats.screened, (long long)r.stats.screen_points, (long long)r.stats.simulated,
+              layout_label(r.ranked[0].layout).c_str(), layout_label(all.ranked[0].layout).c_str());
+}
+
+TEST(Plan, WinnerIsAtLeastAsFastAsTheSeed) {
+  const PlanResult& r = exhaustive();
+  ASSERT_TRUE(r.seed.analytic.ok);
+  EXPECT_TRUE(r.seed_in_space);
+  EXPECT_LE(r.ranked[0].analytic_time_per_token(), r.seed.analytic_time_per_token());
+  for (size_t i = 1; i < r.ranked.size(); ++i) {
+    EXPECT_LE(r.ranked[i - 1].analytic_time_per_token(), r.ranked[i].analytic_time_per_token());
+    EXPECT_FALSE(r.ranked[i].reason.empty());
+  }
+  EXPECT_TRUE(r.ranked[0].reason.empty());
+}
+
+TEST(Plan, ThreadsChangeNothing) {
+  PlanOptions one = options(true);
+  one.jobs = 1;
+  const PlanResult a = plan(small(), store(), one);
+  PlanOptions three = options(true);
+  three.jobs = 3;
+  const PlanResult b = plan(small(), store(), three);
+  ASSERT_EQ(a.ranked.size(), b.ranked.size());
+  for (size_t i = 0; i < a.ranked.size(); ++i) {
+    EXPECT_EQ(layout_json(a.ranked[i].layout), layout_json(b.ranked[i].layout));
+    EXPECT_EQ(a.ranked[i].analytic.report.step_time_s, b.ranked[i].analytic.report.step_time_s);
+  }
+  EXPECT_EQ(a.stats.simulated, b.stats.simulated);
+  EXPECT_EQ(a.stats.pruned_bound, b.stats.pruned_bound);
+}
+
+TEST(Plan, NoValidLayoutIsAnError) {
+  // 7 GPUs: cp = 7 does not divide 8K tokens, and 7 heads-parallel ranks do not divide 16 heads.
+  PlanOptions o = options(true);
+  o.space.gpus = 7;
+  o.space.fixed = {"parallel.dp"};
+  EXPECT_THROW(plan(small(), store(), o), ConfigError);
+}
+
+TEST(Plan, ReasonNamesTheLargestCause) {
+  PlanCandidate w, c;
+  w.tokens = c.tokens = 1000;
+  w.analytic.ok = c.analytic.ok = true;
+  w.analytic.report.step_time_s = 1.0;
+  w.analytic.report.breakdown.mean = {-1, 0.8, 0.2, 0.0};
+  c.analytic.report.step_time_s = 1.5;
+  c.analytic.report.breakdown.mean = {-1, 0.85, 0.6, 0.05};
+  EXPECT_NE(reason_lost(c, w).find("exposed communication"), std::string::npos) << reason_lost(c, w);
+  EXPECT_EQ(reason_lost(c, w).rfind("+50.00%", 0), 0u) << reason_lost(c, w);
+  c.analytic.report.breakdown.mean = {-1, 0.85, 0.2, 0.45};
+  EXPECT_NE(reason_lost(c, w).find("idle"), std::string::npos) << reason_lost(c, w);
+  // Per token: a dp = 2 layout's 1.5 s step carries twice the tokens, so it is faster, not slower.
+  c.tokens = 2000;
+  c.layout.dp = 2;
+  EXPECT_EQ(reason_lost(c, w), "ties with the winner");
+}
+
+}  // namespace
+}  // namespace rm::search

@@ -1,0 +1,101 @@
+// Wall time of `ringmaster plan`'s search (sim/search/plan.hpp) on an
+// experiment: how many layouts it enumerated, refused, pruned and simulated,
+// and the winner — one run, figures measured in it (the machine is shared:
+// compare figures of one run, not across runs).
+//   build/bin/bench_plan [--set path=value ...] [--fix key ...] [--gpus N]
+//                        [--top K] [--no-simgrid] [--exhaustive] [--no-screen] [--jobs N] [--count]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "sim/config/experiment.hpp"
+#include "sim/search/plan.hpp"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> sets;
+  rm::search::PlanOptions o;
+  o.top_k = 5;
+  std::string file;
+  bool count_only = false;  // enumerate the space only
+  for (int i = 1; i < argc; ++i) {
+    const bool more = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--set") && more) sets.push_back(argv[++i]);
+    else if (!std::strcmp(argv[i], "--fix") && more) o.space.fixed.insert(argv[++i]);
+    else if (!std::strcmp(argv[i], "--gpus") && more) o.space.gpus = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--top") && more) o.top_k = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--jobs") && more) o.jobs = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--no-simgrid")) o.confirm_simgrid = false;
+    else if (!std::strcmp(argv[i], "--exhaustive")) o.prune = false;
+    else if (!std::strcmp(argv[i], "--no-screen")) o.screen = false;
+    else if (!std::strcmp(argv[i], "--count")) count_only = true;
+    else if (argv[i][0] != '-' && file.empty()) file = argv[i];
+    else {
+      std::fprintf(stderr,
+                   "usage: bench_plan [EXPERIMENT] [--set path=value ...] [--fix key ...] [--gpus N] [--top K] "
+                   "[--no-simgrid] [--exhaustive] [--no-screen] [--jobs N] [--count]\n");
+      return 2;
+    }
+  }
+  for (const std::string& s : sets) {
+    const std::string k = s.substr(0, s.find('='));
+    for (const std::string& key : rm::search::searched_keys())
+      if (k == key) o.space.fixed.insert(k);
+  }
+  using clock = std::chrono::steady_clock;
+  try {
+    const rm::ConfigStore store;
+    const rm::Experiment e = rm::load_experiment(store, file, sets);
+    if (count_only) {
+      const auto t = clock::now();
+      const rm::search::Space s = rm::search::enumerate_space(e, o.space, store);
+      std::printf("layouts enumerated %lld, valid %zu, invalid %lld (%.1f s)\n", (long long)s.enumerated,
+                  s.layouts.size(), (long long)s.invalid, std::chrono::duration<double>(clock::now() - t).count());
+      return 0;
+    }
+    double t_analytic_done = 0;
+    const auto t0 = clock::now();
+    o.progress = [&](const std::string& stage, int64_t, int64_t) {
+      if (stage.find("SimGrid") != std::string::npos && t_analytic_done == 0)
+        t_analytic_done = std::chrono::duration<double>(clock::now() - t0).count();
+    };
+    const rm::search::PlanResult r = rm::search::plan(e, store, o);
+    const double total = std::chrono::duration<double>(clock::now() - t0).count();
+    if (t_analytic_done == 0) t_analytic_done = total;
+    const auto& st = r.stats;
+    std::printf("experiment %s, %d GPUs, scope %s\n", e.name.c_str(), st.gpus, rm::to_string(e.scope));
+    std::printf("layouts enumerated     %lld\n", (long long)st.enumerated);
+    std::printf("  invalid              %lld\n", (long long)st.invalid);
+    std::printf("  out of memory        %lld\n", (long long)st.oom);
+    std::printf("  screen: %lld layer simulations of %lld distinct layers (%lld skipped by the layer floor), %lld "
+                "layouts not kept\n",
+                (long long)st.screened, (long long)st.screen_points, (long long)st.screen_pruned,
+                (long long)st.screened_out);
+    std::printf("  pruned by the floor  %lld\n", (long long)st.pruned_bound);
+    std::printf("  simulated (analytic) %lld (%lld could not run)\n", (long long)st.simulated, (long long)st.failed);
+    std::printf("  confirmed (SimGrid)  %lld\n", (long long)st.confirmed);
+    std::printf("search + analytic ranking  %.1f s\n", t_analytic_done);
+    std::printf("total with SimGrid         %.1f s\n", total);
+    const auto& w = r.ranked.front();
+    std::printf("winner %s: %.3f s (%s), analytic %.3f s\n", rm::search::layout_label(w.layout).c_str(),
+                w.step_time_s(), w.confirmed && w.simgrid.ok ? "simgrid" : "analytic", w.analytic.report.step_time_s);
+    if (st.oom > 0)
+      std::printf("smallest memory shortfall %.2f GB (%s)\n", st.smallest_shortfall_GB,
+                  st.smallest_shortfall_layout.c_str());
+    if (r.seed.analytic.ok)
+      std::printf("seed   %s: %.3f s (%s), analytic %.3f s\n", rm::search::layout_label(r.seed.layout).c_str(),
+                  r.seed.step_time_s(), r.seed.confirmed && r.seed.simgrid.ok ? "simgrid" : "analytic",
+                  r.seed.analytic.report.step_time_s);
+    for (size_t i = 1; i < r.ranked.size(); ++i)
+      std::printf("#%zu     %s: %.3f s, %s\n", i + 1, rm::search::layout_label(r.ranked[i].layout).c_str(),
+                  r.ranked[i].step_time_s(), r.ranked[i].reason.c_str());
+  } catch (const std::exception& err) {
+    std::fprintf(stderr, "bench_plan: %s\n", err.what());
+    return 1;
+  }
+  return 0;
+}
