@@ -112,4 +112,11 @@ Experiment load_experiment(const ConfigStore& store, const std::string& file,
 Experiment parse_experiment(nlohmann::json j, const std::string& source, const std::string& base_dir,
                             const ConfigStore& store);
 
+// The cross-field rules of the parallel block (dp*tp*hp*cp within the cluster, hp
+// and tp dividing the heads, partitions dividing the sequence, windows, placements,
+// ring orders) on an Experiment already parsed: parse_experiment runs it, and the
+// planner runs it on layouts it sets field by field. Throws ConfigError naming
+// "<source>: $.parallel.<field>", as the parser does.
+void check_parallel(const Experiment& e);
+
 }  // namespace rm

@@ -74,11 +74,11 @@ std::vector<size_t> best_of(const std::vector<Outcome>& out, const std::vector<d
 // order of their floor (seconds per token) while the floor is at most the
 // k-th best time per token simulated so far (prune false: all of them).
 // Points already done count as simulated. Returns how many it simulated.
-int64_t best_first(const std::vector<const Experiment*>& pts, const std::vector<double>& floor,
+int64_t best_first(const std::function<Experiment(size_t)>& make, const std::vector<double>& floor,
                    const std::vector<double>& tokens, std::vector<Outcome>& out, std::vector<char>& done, size_t k,
                    bool prune, int batch_size, const EvaluateOptions& eo,
                    const std::function<void(int64_t, int64_t)>& progress) {
-  std::vector<size_t> order(pts.size());
+  std::vector<size_t> order(floor.size());
   std::iota(order.begin(), order.end(), size_t(0));
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return floor[a] < floor[b]; });
   std::set<double> best;  // the k best distinct times per token so far
@@ -87,7 +87,7 @@ int64_t best_first(const std::vector<const Experiment*>& pts, const std::vector<
     best.insert(out[i].report.step_time_s / tokens[i]);
     if (best.size() > k) best.erase(std::prev(best.end()));
   };
-  for (size_t i = 0; i < pts.size(); ++i)
+  for (size_t i = 0; i < floor.size(); ++i)
     if (done[i]) add(i);
   int64_t simulated = 0;
   size_t next = 0;
@@ -105,7 +105,7 @@ int64_t best_first(const std::vector<const Experiment*>& pts, const std::vector<
       continue;
     }
     std::vector<Experiment> run;
-    for (size_t i : batch) run.push_back(*pts[i]);
+    for (size_t i : batch) run.push_back(make(i));  // built when simulated: the space holds layouts only
     std::vector<Outcome> r = evaluate(run, eo);
     for (size_t j = 0; j < batch.size(); ++j) {
       out[batch[j]] = std::move(r[j]);
@@ -167,7 +167,7 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
   PlanStats& st = res.stats;
   st.gpus = o.space.gpus > 0 ? o.space.gpus : base.cluster.gpus();
   progress("enumerating layouts", 0, 1);
-  Space space = enumerate_space(base, o.space, store);
+  Space space = enumerate_space(base, o.space);
   st.enumerated = space.enumerated;
   st.invalid = space.invalid;
   st.first_invalid = space.first_invalid;
@@ -178,14 +178,15 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
 
   // Candidates that fit in memory.
   std::vector<PlanCandidate> cand;
-  std::vector<const Experiment*> exp_of;
   double best_shortfall = std::numeric_limits<double>::infinity();
+  Experiment scratch = base;  // fields only: the memory model and the floor read no JSON
   for (size_t i = 0; i < space.layouts.size(); ++i) {
     PlanCandidate c;
     c.index = int64_t(i);
     c.layout = space.layouts[i];
-    c.memory = memory_fit(space.experiments[i]);
-    c.tokens = tokens_of(space.experiments[i]);
+    set_layout(scratch, c.layout);
+    c.memory = memory_fit(scratch);
+    c.tokens = tokens_of(scratch);
     if (c.memory.oom) {
       ++st.oom;
       if (c.memory.shortfall_GB() < best_shortfall) {
@@ -195,7 +196,6 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
       continue;
     }
     cand.push_back(std::move(c));
-    exp_of.push_back(&space.experiments[i]);
   }
   if (st.oom > 0) st.smallest_shortfall_GB = best_shortfall;
   if (cand.empty())
@@ -226,12 +226,9 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
   if (!res.seed_in_space) ++st.simulated;
 
   // The full-step stage: every candidate, or those the layer screen keeps.
-  std::vector<const Experiment*> pts(cand.size());
+  auto experiment_of = [&](size_t i) { return apply_layout(base, cand[i].layout); };
   std::vector<double> tokens(cand.size());
-  for (size_t i = 0; i < cand.size(); ++i) {
-    pts[i] = exp_of[i];
-    tokens[i] = cand[i].tokens;
-  }
+  for (size_t i = 0; i < cand.size(); ++i) tokens[i] = cand[i].tokens;
   std::vector<Outcome> out(cand.size());
   std::vector<char> done(cand.size(), 0), wanted(cand.size(), 1);
   if (seed_id < cand.size()) {
@@ -249,24 +246,24 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
     lj["scope"] = "layer";
     const Experiment base_layer = parse_experiment(std::move(lj), base.source, base.workload.pattern_base_dir, store);
     std::map<std::string, size_t> key_of;
-    std::vector<Experiment> layer_exps;
+    std::vector<Layout> layer_layouts;
     std::vector<size_t> screen_of(cand.size());
     std::vector<double> layer_tokens;
     for (size_t i = 0; i < cand.size(); ++i) {
       Layout l = cand[i].layout;
       l.zero_stage = seed_layout.zero_stage;  // a layer alone holds no optimizer step
       const std::string key = layout_json(l).dump();
-      auto [it, fresh] = key_of.emplace(key, layer_exps.size());
+      auto [it, fresh] = key_of.emplace(key, layer_layouts.size());
       if (fresh) {
-        layer_exps.push_back(apply_layout(base_layer, l, store));
+        layer_layouts.push_back(l);
         layer_tokens.push_back(cand[i].tokens);
       }
       screen_of[i] = it->second;
     }
-    std::vector<const Experiment*> lpts(layer_exps.size());
-    for (size_t j = 0; j < layer_exps.size(); ++j) lpts[j] = &layer_exps[j];
-    std::vector<Outcome> lout(layer_exps.size());
-    std::vector<char> ldone(layer_exps.size(), 0);
+    auto layer_of = [&](size_t j) { return apply_layout(base_layer, layer_layouts[j]); };
+    const size_t n_layers = layer_layouts.size();
+    std::vector<Outcome> lout(n_layers);
+    std::vector<char> ldone(n_layers, 0);
     // The mask of the screened layer, from the seed's layer (or the first that runs).
     double lmask = -1;
     {
@@ -275,22 +272,27 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
       ++st.screened;
       if (so.ok) lmask = mask_fwd_flops_per_sequence(seed_layer, so.report);
     }
-    for (size_t j = 0; lmask < 0 && j < layer_exps.size(); ++j) {
-      lout[j] = evaluate({layer_exps[j]}, eo)[0];
+    for (size_t j = 0; lmask < 0 && j < n_layers; ++j) {
+      const Experiment le = layer_of(j);
+      lout[j] = evaluate({le}, eo)[0];
       ldone[j] = 1;
       ++st.screened;
-      if (lout[j].ok) lmask = mask_fwd_flops_per_sequence(layer_exps[j], lout[j].report);
+      if (lout[j].ok) lmask = mask_fwd_flops_per_sequence(le, lout[j].report);
     }
     if (lmask < 0) throw ConfigError(fmt::format("plan: no layout could be simulated (first refusal: {})", lout[0].error));
-    std::vector<double> lfloor(layer_exps.size());
-    for (size_t j = 0; j < layer_exps.size(); ++j) lfloor[j] = compute_floor(layer_exps[j], lmask).total() / layer_tokens[j];
+    std::vector<double> lfloor(n_layers);
+    Experiment lscratch = base_layer;
+    for (size_t j = 0; j < n_layers; ++j) {
+      set_layout(lscratch, layer_layouts[j]);
+      lfloor[j] = compute_floor(lscratch, lmask).total() / layer_tokens[j];
+    }
     const size_t keep = size_t(o.screen_keep > 0 ? o.screen_keep : std::max<int>(8, 3 * int(k)));
-    st.screened += best_first(lpts, lfloor, layer_tokens, lout, ldone, keep, o.prune, o.batch, eo,
+    st.screened += best_first(layer_of, lfloor, layer_tokens, lout, ldone, keep, o.prune, o.batch, eo,
                               [&](int64_t d, int64_t t) { progress("screening layouts (one layer, analytic)", d, t); });
-    st.screen_points = int64_t(layer_exps.size());
+    st.screen_points = int64_t(n_layers);
     st.screen_pruned = std::count(ldone.begin(), ldone.end(), char(0));
     const std::vector<size_t> kept = best_of(lout, layer_tokens, keep);
-    std::vector<char> is_kept(layer_exps.size(), 0);
+    std::vector<char> is_kept(n_layers, 0);
     for (size_t j : kept) is_kept[j] = 1;
     for (size_t i = 0; i < cand.size(); ++i) wanted[i] = is_kept[screen_of[i]] || done[i];
   }
@@ -300,12 +302,13 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
   if (res.seed.analytic.ok) mask = mask_fwd_flops_per_sequence(base, res.seed.analytic.report);
   for (size_t i = 0; mask < 0 && i < cand.size(); ++i) {
     if (!wanted[i]) continue;
+    const Experiment ei = experiment_of(i);
     if (!done[i]) {
-      out[i] = evaluate({*pts[i]}, eo)[0];
+      out[i] = evaluate({ei}, eo)[0];
       done[i] = 1;
       ++st.simulated;
     }
-    if (out[i].ok) mask = mask_fwd_flops_per_sequence(*pts[i], out[i].report);
+    if (out[i].ok) mask = mask_fwd_flops_per_sequence(ei, out[i].report);
   }
   if (mask < 0)
     throw ConfigError(fmt::format("plan: no layout could be simulated (first refusal: {})",
@@ -316,19 +319,18 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
   for (size_t i = 0; i < cand.size(); ++i)
     if (wanted[i]) ids.push_back(i);
     else ++st.screened_out;
-  std::vector<const Experiment*> fpts;
   std::vector<double> ffloor, ftokens;
   std::vector<Outcome> fout;
   std::vector<char> fdone;
   for (size_t i : ids) {
-    cand[i].floor = compute_floor(*pts[i], mask);
-    fpts.push_back(pts[i]);
+    set_layout(scratch, cand[i].layout);
+    cand[i].floor = compute_floor(scratch, mask);
     ffloor.push_back(cand[i].floor.total() / tokens[i]);
     ftokens.push_back(tokens[i]);
     fout.push_back(std::move(out[i]));
     fdone.push_back(done[i]);
   }
-  st.simulated += best_first(fpts, ffloor, ftokens, fout, fdone, k, o.prune, o.batch, eo,
+  st.simulated += best_first([&](size_t j) { return experiment_of(ids[j]); }, ffloor, ftokens, fout, fdone, k, o.prune, o.batch, eo,
                              [&](int64_t d, int64_t t) { progress("simulating full steps (analytic)", d, t); });
   for (size_t j = 0; j < ids.size(); ++j) {
     PlanCandidate& c = cand[ids[j]];
@@ -349,7 +351,7 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
     for (size_t j = 0; j < top.size(); ++j) {
       progress("confirming the best with SimGrid", int64_t(j), int64_t(top.size()));
       PlanCandidate& c = cand[top[j]];
-      c.simgrid = evaluate({*exp_of[top[j]]}, so)[0];
+      c.simgrid = evaluate({experiment_of(top[j])}, so)[0];
       c.confirmed = true;
       ++st.confirmed;
       if (c.index == res.seed.index) {

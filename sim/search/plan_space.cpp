@@ -59,12 +59,33 @@ const std::vector<std::string>& searched_keys() {
   return k;
 }
 
-Experiment apply_layout(const Experiment& base, const Layout& l, const ConfigStore& store) {
-  nlohmann::json j = base.resolved;
-  nlohmann::json& p = j["parallel"];
+void set_layout(Experiment& e, const Layout& l) {
+  Parallel& p = e.parallel;
+  p.dp = l.dp;
+  p.tp = l.tp;
+  p.hp = l.hp;
+  p.cp = l.cp;
+  p.partition = l.partition;
+  p.stripe_tokens = l.stripe_tokens;
+  p.ring = l.ring;
+  p.window = l.window;
+  p.placement = l.placement;
+  p.ring_order = l.ring_order;
+  p.shuffle = l.shuffle;
+  p.checkpoint = l.checkpoint;
+  p.zero_stage = l.zero_stage;
+  check_parallel(e);
+}
+
+Experiment apply_layout(const Experiment& base, const Layout& l) {
+  Experiment e = base;
+  set_layout(e, l);
+  // The keys as an experiment file spells them, over the base's parallel block
+  // (its other keys, e.g. grad_comm_dtype, stay as written).
+  nlohmann::json& p = e.resolved["parallel"];
   const nlohmann::json keys = layout_json(l);
   for (auto it = keys.begin(); it != keys.end(); ++it) p[it.key()] = *it;
-  return parse_experiment(std::move(j), base.source, base.workload.pattern_base_dir, store);
+  return e;
 }
 
 namespace {
@@ -88,18 +109,18 @@ std::vector<T> pick(const SpaceOptions& o, const std::string& key, T base, bool 
 
 }  // namespace
 
-Space enumerate_space(const Experiment& base, const SpaceOptions& o, const ConfigStore& store) {
+Space enumerate_space(const Experiment& base, const SpaceOptions& o) {
   const Layout b = layout_of(base);
   const int gpus = o.gpus > 0 ? o.gpus : base.cluster.gpus();
   auto is_fixed = [&](const char* k) { return o.fixed.count(k) > 0; };
   Space out;
+  Experiment scratch = base;  // one copy: the checks read fields, not the resolved JSON
   auto consider = [&](const Layout& l) {
     ++out.enumerated;
     try {
-      Experiment e = apply_layout(base, l, store);
-      generate::count_step_ops(e);  // the generator's structure checks (hierarchical groups, windows)
+      set_layout(scratch, l);
+      generate::count_step_ops(scratch);  // the generator's structure checks (hierarchical groups, windows)
       out.layouts.push_back(l);
-      out.experiments.push_back(std::move(e));
     } catch (const ConfigError& err) {
       if (out.invalid++ == 0) out.first_invalid = err.what();
     }

@@ -4,8 +4,9 @@
 // placements, shuffle, checkpoint and ZeRO stage — enumerated without
 // duplicates (a key that cannot change the step, e.g. the ring with cp = 1 or
 // the placement with hp = 1, takes one canonical value), each point checked by
-// the experiment parser and the generator's own structure checks, so the
-// planner's notion of "valid" is the simulator's.
+// the experiment parser's own parallel rules (check_parallel, on the parsed
+// base with the layout's fields set: nothing is re-parsed) and the generator's
+// structure checks, so the planner's notion of "valid" is the simulator's.
 #pragma once
 
 #include <cstdint>
@@ -52,16 +53,22 @@ struct SpaceOptions {
 const std::vector<std::string>& searched_keys();
 
 struct Space {
-  std::vector<Layout> layouts;      // valid points, in enumeration order
-  std::vector<Experiment> experiments;  // the base with each layout, parsed
+  std::vector<Layout> layouts;      // valid points, in enumeration order (apply_layout gives each's Experiment)
   int64_t enumerated = 0;           // points generated before the validity checks
   int64_t invalid = 0;              // refused by the parser or the generator's structure checks
   std::string first_invalid;        // the first refusal's message (for "nothing valid")
 };
 
-// The base experiment with a layout's keys (parsed and validated: throws ConfigError).
-Experiment apply_layout(const Experiment& base, const Layout& l, const ConfigStore& store);
+// Sets a layout's fields on `e` and checks them (check_parallel: throws
+// ConfigError); e.resolved is left as it was. The planner's scratch experiment
+// for the checks, the memory model and the floor, which read fields only.
+void set_layout(Experiment& e, const Layout& l);
+// The base experiment with a layout's keys, fields and resolved JSON (what the
+// generators, summary_json and a Schedule export read): equal to parsing the
+// base's file with the layout's keys as --set overrides (a test checks it),
+// without re-parsing. Throws ConfigError as the parser would.
+Experiment apply_layout(const Experiment& base, const Layout& l);
 
-Space enumerate_space(const Experiment& base, const SpaceOptions& o, const ConfigStore& store);
+Space enumerate_space(const Experiment& base, const SpaceOptions& o);
 
 }  // namespace rm::search

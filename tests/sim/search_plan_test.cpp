@@ -4,6 +4,7 @@
 // least as fast as the experiment's own layout, and threads change nothing.
 #include <cstdio>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <tuple>
@@ -50,7 +51,7 @@ PlanOptions options(bool prune) {
 
 TEST(PlanSpace, ValidLayoutsWithoutDuplicates) {
   const Experiment e = small();
-  const Space s = enumerate_space(e, small_space(), store());
+  const Space s = enumerate_space(e, small_space());
   ASSERT_GT(s.layouts.size(), 20u);
   EXPECT_EQ(s.enumerated, int64_t(s.layouts.size()) + s.invalid);
   std::set<std::string> seen;
@@ -60,7 +61,7 @@ TEST(PlanSpace, ValidLayoutsWithoutDuplicates) {
     EXPECT_EQ(l.dp * l.tp * l.hp * l.cp, 4);
     tensor |= l.tp > 1;
     EXPECT_TRUE(seen.insert(layout_json(l).dump()).second) << layout_label(l);
-    EXPECT_EQ(layout_json(layout_of(s.experiments[i])), layout_json(l));  // the parsed experiment is the layout
+    EXPECT_EQ(layout_json(layout_of(apply_layout(e, l))), layout_json(l));
   }
   // The seed's layout, Ulysses (cp = 1) and a 2D double ring are all in it.
   EXPECT_TRUE(seen.count(layout_json(layout_of(e)).dump()));
@@ -77,7 +78,7 @@ TEST(PlanSpace, ValidLayoutsWithoutDuplicates) {
 TEST(PlanSpace, FixedKeysKeepTheBaseValue) {
   SpaceOptions o = small_space();
   o.fixed = {"parallel.ring", "parallel.checkpoint", "parallel.cp"};
-  const Space s = enumerate_space(small(), o, store());
+  const Space s = enumerate_space(small(), o);
   ASSERT_FALSE(s.layouts.empty());
   for (const Layout& l : s.layouts) {
     EXPECT_EQ(l.ring, RingKind::ring);
@@ -100,17 +101,84 @@ TEST(PlanBound, GemmFlopsAreWhatTheScheduleCarries) {
     }
 }
 
+// The --set overrides that spell a layout, as a user would type them.
+std::vector<std::string> overrides_of(const Layout& l) {
+  std::vector<std::string> o;
+  const nlohmann::json j = layout_json(l);
+  for (auto it = j.begin(); it != j.end(); ++it)
+    o.push_back("parallel." + it.key() + "=" + (it->is_string() ? it->get<std::string>() : it->dump()));
+  return o;
+}
+
+// Enumeration sets a layout's fields on the parsed base instead of re-parsing:
+// over many random layouts of several bases, apply_layout equals parsing the
+// same overrides (fields, summary_json, the resolved JSON that Schedules carry),
+// and refuses with the parser's very message what the parser refuses.
+TEST(PlanSpace, ApplyLayoutEqualsParsingTheOverrides) {
+  const std::vector<std::vector<std::string>> bases = {
+      {"cluster=h200-1x8", "workload.seq_len=8k", "model.layers=2", "parallel.cp=4", "parallel.ring=ring"},
+      {"cluster=a100-80g-8x8-hdr", "model=llama2-7b", "workload.seq_len=64k", "parallel.cp=8"},
+      {"cluster=h100-8x8-ndr", "workload.seq_len=96k", "parallel.cp=16", "parallel.grad_comm_dtype=bf16"}};
+  std::mt19937 rng(10);
+  auto any = [&](auto const& v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
+  const std::vector<int> ints = {1, 2, 4, 8, 3};  // 3: refused by most checks
+  int accepted = 0, refused = 0;
+  for (const auto& b : bases) {
+    const Experiment base = load_experiment(store(), "", b);
+    for (int n = 0; n < 100; ++n) {
+      Layout l;
+      l.dp = any(std::vector<int>{1, 2}), l.tp = any(std::vector<int>{1, 2, 4}), l.hp = any(ints), l.cp = any(ints);
+      l.partition = any(std::vector<Partition>{Partition::contiguous, Partition::zigzag, Partition::stripe,
+                                               Partition::balanced});
+      l.stripe_tokens = any(std::vector<int64_t>{128, 512, 128, 3000});
+      l.ring = any(std::vector<RingKind>{RingKind::ring, RingKind::double_ring, RingKind::hierarchical});
+      l.window = any(ints);
+      l.placement = any(std::vector<PlacementOrder>{PlacementOrder::head_first, PlacementOrder::context_first,
+                                                    PlacementOrder::interleaved});
+      l.ring_order = any(std::vector<RingOrder>{RingOrder::rank, RingOrder::zigzag_pairs, RingOrder::topology});
+      l.shuffle = any(std::vector<ShuffleMode>{ShuffleMode::per_call, ShuffleMode::once});
+      l.checkpoint = any(std::vector<Checkpoint>{Checkpoint::none, Checkpoint::full, Checkpoint::selective});
+      l.zero_stage = any(std::vector<int>{0, 1, 2, 3});
+      std::vector<std::string> sets = b;
+      for (const std::string& s : overrides_of(l)) sets.push_back(s);
+      std::string parse_error, apply_error;
+      Experiment parsed, applied;
+      try { parsed = load_experiment(store(), "", sets); } catch (const ConfigError& e) { parse_error = e.what(); }
+      try { applied = apply_layout(base, l); } catch (const ConfigError& e) { apply_error = e.what(); }
+      ASSERT_EQ(apply_error, parse_error) << layout_label(l);
+      if (!parse_error.empty()) {
+        ++refused;
+        continue;
+      }
+      ++accepted;
+      EXPECT_EQ(layout_json(layout_of(applied)), layout_json(l));
+      EXPECT_EQ(summary_json(applied), summary_json(parsed)) << layout_label(l);
+      EXPECT_EQ(applied.resolved, parsed.resolved) << layout_label(l);
+      EXPECT_EQ(applied.parallel.grad_comm_dtype, parsed.parallel.grad_comm_dtype);
+      EXPECT_EQ(applied.parallel.loss_chunk_tokens, parsed.parallel.loss_chunk_tokens);
+      EXPECT_EQ(applied.source, parsed.source);
+      EXPECT_EQ(applied.scope, parsed.scope);
+    }
+  }
+  // Both branches exercised.
+  EXPECT_GT(accepted, 15);
+  EXPECT_GT(refused, 15);
+}
+
 // Every layout of the small space simulated, without the planner (the oracle).
 struct Brute {
   Space space;
+  std::vector<Experiment> experiments;  // apply_layout of each
   std::vector<Outcome> out;
 };
 const Brute& brute() {
   static const Brute b = [] {
-    Brute r{enumerate_space(small(), small_space(), store()), {}};
+    const Experiment base = small();
+    Brute r{enumerate_space(base, small_space()), {}, {}};
+    for (const Layout& l : r.space.layouts) r.experiments.push_back(apply_layout(base, l));
     EvaluateOptions o;
     o.jobs = 2;
-    r.out = evaluate(r.space.experiments, o);
+    r.out = evaluate(r.experiments, o);
     return r;
   }();
   return b;
@@ -124,15 +192,16 @@ const PlanResult& exhaustive() {
 
 TEST(Plan, FloorNeverExceedsTheSimulatedStep) {
   const Space& s = brute().space;
+  const std::vector<Experiment>& exps = brute().experiments;
   const std::vector<Outcome>& out = brute().out;
   ASSERT_TRUE(out[0].ok) << out[0].error;
-  const double mask = mask_fwd_flops_per_sequence(s.experiments[0], out[0].report);
+  const double mask = mask_fwd_flops_per_sequence(exps[0], out[0].report);
   EXPECT_GT(mask, 0);
   int checked = 0;
   for (size_t i = 0; i < out.size(); ++i) {
     if (!out[i].ok) continue;
     ++checked;
-    const ComputeFloor f = compute_floor(s.experiments[i], mask);
+    const ComputeFloor f = compute_floor(exps[i], mask);
     EXPECT_GT(f.gemm_s, 0);
     EXPECT_GT(f.attention_s, 0);
     EXPECT_LE(f.total(), out[i].report.step_time_s) << layout_label(s.layouts[i]);
@@ -170,7 +239,7 @@ TEST(Plan, PrunedSearchFindsTheBruteForceBest) {
   const std::vector<Outcome>& out = brute().out;
   size_t best = 0;
   auto per_token = [&](size_t i) {
-    return out[i].report.step_time_s / (double(s.layouts[i].dp) * s.experiments[i].workload.seq_len);
+    return out[i].report.step_time_s / (double(s.layouts[i].dp) * brute().experiments[i].workload.seq_len);
   };
   for (size_t i = 1; i < out.size(); ++i)
     if (out[i].ok && per_token(i) < per_token(best)) best = i;

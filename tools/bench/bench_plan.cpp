@@ -1,7 +1,9 @@
 // Wall time of `ringmaster plan`'s search (sim/search/plan.hpp) on an
 // experiment: how many layouts it enumerated, refused, pruned and simulated,
 // and the winner — one run, figures measured in it (the machine is shared:
-// compare figures of one run, not across runs).
+// compare figures of one run, not across runs). --count: the space and its
+// memory screen only (e.g. the 4,096-GPU 4M case: --set cluster=a100-80g-8x8-hdr
+// --set cluster.nodes=512 --set workload.seq_len=4M on loongtrain-llama2-7b-1m).
 //   build/bin/bench_plan [--set path=value ...] [--fix key ...] [--gpus N]
 //                        [--top K] [--no-simgrid] [--exhaustive] [--no-screen] [--jobs N] [--count]
 #include <chrono>
@@ -51,10 +53,21 @@ int main(int argc, char** argv) {
     const rm::ConfigStore store;
     const rm::Experiment e = rm::load_experiment(store, file, sets);
     if (count_only) {
+      // The space and the memory screen only: what the planner does before it simulates anything.
       const auto t = clock::now();
-      const rm::search::Space s = rm::search::enumerate_space(e, o.space, store);
-      std::printf("layouts enumerated %lld, valid %zu, invalid %lld (%.1f s)\n", (long long)s.enumerated,
-                  s.layouts.size(), (long long)s.invalid, std::chrono::duration<double>(clock::now() - t).count());
+      const rm::search::Space s = rm::search::enumerate_space(e, o.space);
+      const double t_enum = std::chrono::duration<double>(clock::now() - t).count();
+      std::printf("layouts enumerated %lld, valid %zu, invalid %lld (%.2f s)\n", (long long)s.enumerated,
+                  s.layouts.size(), (long long)s.invalid, t_enum);
+      const auto t1 = clock::now();
+      rm::Experiment scratch = e;
+      int64_t fit = 0;
+      for (const rm::search::Layout& l : s.layouts) {
+        rm::search::set_layout(scratch, l);
+        fit += rm::search::memory_fit(scratch).oom ? 0 : 1;
+      }
+      std::printf("fit in GPU memory %lld of %zu (%.2f s)\n", (long long)fit, s.layouts.size(),
+                  std::chrono::duration<double>(clock::now() - t1).count());
       return 0;
     }
     double t_analytic_done = 0;

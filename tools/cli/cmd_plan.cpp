@@ -34,8 +34,8 @@ struct Options {
   std::string export_file;
 };
 
-nlohmann::json candidate_json(const search::PlanCandidate& c, const Experiment& base, const ConfigStore& store) {
-  const Experiment e = search::apply_layout(base, c.layout, store);
+nlohmann::json candidate_json(const search::PlanCandidate& c, const Experiment& base) {
+  const Experiment e = search::apply_layout(base, c.layout);
   nlohmann::json j = {{"config", summary_json(e)["parallel"]},
                       {"label", search::layout_label(c.layout)},
                       {"step_time_s", c.step_time_s()},
@@ -128,7 +128,7 @@ void run(const Options& o) {
   };
   const search::PlanResult r = search::plan(base, store, po);
   const search::PlanCandidate& best = r.ranked.front();
-  const Experiment winner = search::apply_layout(base, best.layout, store);
+  const Experiment winner = search::apply_layout(base, best.layout);
 
   if (!o.export_file.empty()) {
     line.update("writing " + o.export_file, 0, 1);
@@ -139,11 +139,11 @@ void run(const Options& o) {
   const search::PlanStats& st = r.stats;
   if (o.exp.json) {
     nlohmann::json j;
-    j["best"] = candidate_json(best, base, store);
+    j["best"] = candidate_json(best, base);
     j["candidates"] = nlohmann::json::array();
-    for (const auto& c : r.ranked) j["candidates"].push_back(candidate_json(c, base, store));
+    for (const auto& c : r.ranked) j["candidates"].push_back(candidate_json(c, base));
     if (r.seed.analytic.ok) {
-      j["seed"] = candidate_json(r.seed, base, store);
+      j["seed"] = candidate_json(r.seed, base);
       j["seed"]["in_space"] = r.seed_in_space;
       j["seed"]["reset_to_one_gpu"] = seed_reset;
     }
