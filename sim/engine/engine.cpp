@@ -24,7 +24,11 @@ std::optional<EngineKind> parse_engine_kind(std::string_view s) { return value_o
 
 traces::Timeline simulate(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m,
                           EngineKind kind) {
-  const schedule::RunPlan plan(s);
+  return simulate(s, schedule::RunPlan(s), t, m, kind);
+}
+
+traces::Timeline simulate(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
+                          const cost::CostModel& m, EngineKind kind) {
   if (kind == EngineKind::analytic) return to_timeline(s, plan, run_analytic(s, plan, t, m), traces::Source::analytic);
   return to_timeline(s, plan, run_simgrid(s, plan, t, m), traces::Source::simgrid);
 }

@@ -36,6 +36,10 @@ struct OpTimes {
 
 traces::Timeline simulate(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m,
                           EngineKind kind);
+// The same with s's RunPlan already built (a caller that runs one Schedule many
+// times, as a sweep's cluster what-ifs do, builds it once).
+traces::Timeline simulate(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
+                          const cost::CostModel& m, EngineKind kind);
 
 // One event per op (name "attn_fwd L3 s2": kind, then layer and ring step
 // when >= 0; category = kind; layer/phase/step, bytes, flops), stream names
