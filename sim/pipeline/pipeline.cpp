@@ -68,12 +68,13 @@ namespace {
 // The engine run and the report: the one sequence simulate_schedule and run_point share.
 std::pair<traces::Timeline, report::StepReport> run_and_report(const Experiment& e, const schedule::Schedule& s,
                                                                const schedule::RunPlan& plan,
-                                                               const topology::Topology& topo, engine::EngineKind kind) {
+                                                               const topology::Topology& topo, engine::EngineKind kind,
+                                                               const std::vector<traces::Edge>* edges = nullptr) {
   const cost::CostModel cost = cost::CostModel::for_experiment(e);
-  traces::Timeline tl = engine::simulate(s, plan, topo, cost, kind);
+  traces::Timeline tl = engine::simulate(s, plan, topo, cost, kind, edges);
   tl.metadata["experiment"] = e.name;
   report::StepReport rep = report::make_step_report(e, s, tl);
-  rep.bound_by = report::bound_by(s, tl, topo, cost, rep.critical_path, rep.imbalance.step_measured);
+  rep.bound_by = report::bound_by(s, tl, topo, cost, rep.critical_path, rep.imbalance.step_measured, &plan.match);
   return {std::move(tl), std::move(rep)};
 }
 
@@ -103,11 +104,13 @@ PointResult Session::run_point(const Experiment& e, engine::EngineKind kind) {
     last_.reset();  // one Schedule in memory at a time
     schedule::Schedule s = schedule(e);
     schedule::RunPlan plan(s);
-    last_ = std::make_unique<const Prepared>(Prepared{std::move(key), std::move(s), std::move(plan)});
+    std::vector<traces::Edge> edges = engine::timeline_edges(s, plan);
+    last_ = std::make_unique<const Prepared>(
+        Prepared{std::move(key), std::move(s), std::move(plan), std::move(edges)});
     ++schedule_builds_;
   }
   const schedule::Schedule& s = last_->schedule;
-  auto [tl, rep] = run_and_report(e, s, last_->plan, topology(e), kind);
+  auto [tl, rep] = run_and_report(e, s, last_->plan, topology(e), kind, &last_->edges);
   return {std::move(rep), static_cast<int64_t>(s.ops.size()), s.generator};
 }
 

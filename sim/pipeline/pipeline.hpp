@@ -82,7 +82,7 @@ class Session {
   // The fast path of a sweep: like simulate(e, kind).report, but a point whose
   // schedule_key equals the previous point's reuses that Schedule and its
   // RunPlan (a cluster what-if regenerates nothing). One Schedule is kept: it
-  // is large, and a sweep's grid varies its last axis fastest.
+  // is large, and search::evaluate hands a worker equal-key points together.
   PointResult run_point(const Experiment& e, engine::EngineKind kind);
   report::ImbalanceReport imbalance(const Experiment& e, const std::vector<Partition>& partitions,
                                     const report::Progress& progress = {});
@@ -100,6 +100,7 @@ class Session {
     std::string key;
     schedule::Schedule schedule;
     schedule::RunPlan plan;
+    std::vector<traces::Edge> edges;  // engine::timeline_edges(schedule, plan)
   };
   std::unique_ptr<const Prepared> last_;  // run_point's cached Schedule
   int64_t schedule_builds_ = 0;
