@@ -84,6 +84,9 @@ class Session {
   // RunPlan (a cluster what-if regenerates nothing). One Schedule is kept: it
   // is large, and search::evaluate hands a worker equal-key points together.
   PointResult run_point(const Experiment& e, engine::EngineKind kind);
+  // Frees run_point's Schedule (search::evaluate does at the end of a batch, so
+  // sessions kept between batches do not hold one each while the caller goes on).
+  void release_schedule() { last_.reset(); }
   report::ImbalanceReport imbalance(const Experiment& e, const std::vector<Partition>& partitions,
                                     const report::Progress& progress = {});
 

@@ -73,12 +73,14 @@ std::vector<Outcome> evaluate(const std::vector<Experiment>& points, const Evalu
           std::lock_guard lock(progress_mutex);
           if (!failure) failure = std::current_exception();
           next = n_tasks;  // stop handing out points
+          session.release_schedule();
           return;
         }
         std::lock_guard lock(progress_mutex);
         ++done;
         if (o.progress) o.progress(done, n);
       }
+    session.release_schedule();
   };
   if (workers == 1) {
     work(0);
