@@ -24,9 +24,14 @@ std::optional<EngineKind> parse_engine_kind(std::string_view s) { return value_o
 
 traces::Timeline simulate(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m,
                           EngineKind kind) {
-  const schedule::RunPlan plan(s);
-  if (kind == EngineKind::analytic) return to_timeline(s, plan, run_analytic(s, plan, t, m), traces::Source::analytic);
-  return to_timeline(s, plan, run_simgrid(s, plan, t, m), traces::Source::simgrid);
+  return simulate(s, schedule::RunPlan(s), t, m, kind);
+}
+
+traces::Timeline simulate(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
+                          const cost::CostModel& m, EngineKind kind, const std::vector<traces::Edge>* edges) {
+  if (kind == EngineKind::analytic)
+    return to_timeline(s, plan, run_analytic(s, plan, t, m), traces::Source::analytic, edges);
+  return to_timeline(s, plan, run_simgrid(s, plan, t, m), traces::Source::simgrid, edges);
 }
 
 std::string event_name(const schedule::Op& op) {
@@ -89,7 +94,7 @@ traces::Timeline to_timeline(const schedule::Schedule& s, const OpTimes& times, 
 }
 
 traces::Timeline to_timeline(const schedule::Schedule& s, const schedule::RunPlan& plan, const OpTimes& times,
-                             traces::Source source) {
+                             traces::Source source, const std::vector<traces::Edge>* edges) {
   // Events are built directly in canonical order (rank, stream, start, end,
   // op; op ids are unique, so the name never decides) stream by stream, with
   // no global sort: a stream runs its ops in id order, so their starts already
@@ -141,9 +146,13 @@ traces::Timeline to_timeline(const schedule::Schedule& s, const schedule::RunPla
     tl.rank_names[r.id] = fmt::format("rank {} (gpu {})", r.id, r.gpu);
     for (const schedule::Stream& st : r.streams) tl.stream_names[{r.id, st.id}] = st.name;
   }
-  tl.edges = timeline_edges(s, plan);
+  tl.edges = edges ? *edges : timeline_edges(s, plan);
   tl.metadata["generator"] = s.generator;
-  tl.metadata["makespan_s"] = tl.makespan_s();
+  // Timeline::makespan_s over the events, read from the packed times instead
+  // (one event per op, with the op's times).
+  double begin = n ? times.start[0] : 0.0, end = n ? times.end[0] : 0.0;
+  for (size_t i = 0; i < n; ++i) begin = std::min(begin, times.start[i]), end = std::max(end, times.end[i]);
+  tl.metadata["makespan_s"] = end - begin;
   return tl;
 }
 

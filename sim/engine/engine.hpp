@@ -36,6 +36,12 @@ struct OpTimes {
 
 traces::Timeline simulate(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m,
                           EngineKind kind);
+// The same with s's RunPlan (and optionally timeline_edges(s, plan)) already
+// built: a caller that runs one Schedule many times, as a sweep's cluster
+// what-ifs do, builds them once.
+traces::Timeline simulate(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
+                          const cost::CostModel& m, EngineKind kind,
+                          const std::vector<traces::Edge>* edges = nullptr);
 
 // One event per op (name "attn_fwd L3 s2": kind, then layer and ring step
 // when >= 0; category = kind; layer/phase/step, bytes, flops), stream names
@@ -43,7 +49,7 @@ traces::Timeline simulate(const schedule::Schedule& s, const topology::Topology&
 // (timeline_edges). metadata holds "generator" and "makespan_s".
 traces::Timeline to_timeline(const schedule::Schedule& s, const OpTimes& times, traces::Source source);
 traces::Timeline to_timeline(const schedule::Schedule& s, const schedule::RunPlan& plan, const OpTimes& times,
-                             traces::Source source);
+                             traces::Source source, const std::vector<traces::Edge>* edges = nullptr);
 
 // What each op's start waited for under the run driver, as typed edges between
 // op ids (traces/timeline.hpp defines the kinds):

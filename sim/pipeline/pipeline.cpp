@@ -63,14 +63,55 @@ Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::
   return simulate_schedule(e, std::move(s), topology::Topology(e.cluster), kind);
 }
 
-Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const topology::Topology& topo,
-                             engine::EngineKind kind) {
+namespace {
+
+// The engine run and the report: the one sequence simulate_schedule and run_point share.
+std::pair<traces::Timeline, report::StepReport> run_and_report(const Experiment& e, const schedule::Schedule& s,
+                                                               const schedule::RunPlan& plan,
+                                                               const topology::Topology& topo, engine::EngineKind kind,
+                                                               const std::vector<traces::Edge>* edges = nullptr) {
   const cost::CostModel cost = cost::CostModel::for_experiment(e);
-  traces::Timeline tl = engine::simulate(s, topo, cost, kind);
+  traces::Timeline tl = engine::simulate(s, plan, topo, cost, kind, edges);
   tl.metadata["experiment"] = e.name;
   report::StepReport rep = report::make_step_report(e, s, tl);
-  rep.bound_by = report::bound_by(s, tl, topo, cost, rep.critical_path, rep.imbalance.step_measured);
+  rep.bound_by = report::bound_by(s, tl, topo, cost, rep.critical_path, rep.imbalance.step_measured, &plan.match);
+  return {std::move(tl), std::move(rep)};
+}
+
+}  // namespace
+
+Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const topology::Topology& topo,
+                             engine::EngineKind kind) {
+  auto [tl, rep] = run_and_report(e, s, schedule::RunPlan(s), topo, kind);
   return {std::move(s), std::move(tl), std::move(rep)};
+}
+
+std::string schedule_key(const Experiment& e) {
+  nlohmann::json j = e.resolved;
+  if (auto c = j.find("cluster"); c != j.end() && c->is_object()) {
+    nlohmann::json kept = nlohmann::json::object();
+    for (const char* k : {"nodes", "gpus_per_node", "gpu"})
+      if (auto f = c->find(k); f != c->end()) kept[k] = *f;
+    *c = std::move(kept);
+  }
+  return fmt::format("{}\n{}\n{}\n{}\n{}", j.dump(), e.name, e.source, e.workload.pattern_source,
+                     e.workload.pattern_base_dir);
+}
+
+PointResult Session::run_point(const Experiment& e, engine::EngineKind kind) {
+  std::string key = schedule_key(e);
+  if (!last_ || last_->key != key) {
+    last_.reset();  // one Schedule in memory at a time
+    schedule::Schedule s = schedule(e);
+    schedule::RunPlan plan(s);
+    std::vector<traces::Edge> edges = engine::timeline_edges(s, plan);
+    last_ = std::make_unique<const Prepared>(
+        Prepared{std::move(key), std::move(s), std::move(plan), std::move(edges)});
+    ++schedule_builds_;
+  }
+  const schedule::Schedule& s = last_->schedule;
+  auto [tl, rep] = run_and_report(e, s, last_->plan, topology(e), kind, &last_->edges);
+  return {std::move(rep), static_cast<int64_t>(s.ops.size()), s.generator};
 }
 
 const sparsity::SparsityModel& Session::patterns(const Experiment& e) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,23 @@ Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::
 Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const topology::Topology& topo,
                              engine::EngineKind kind);
 
+// What generate_step reads, as a string: equal keys give identical Schedules
+// (up to Schedule::experiment, which records the experiment verbatim). The
+// generators read the cluster only through the Topology's node structure
+// (node_of, same_node: nodes and gpus_per_node) and the GPU (which picks the
+// attention kernel's entry); link bandwidths, latencies, efficiencies and the
+// cost section reach a step only through the engine's CostModel and Topology.
+// So the key is the resolved experiment with its cluster cut down to nodes,
+// gpus_per_node and gpu, plus where its parts were read from.
+std::string schedule_key(const Experiment& e);
+
+// One point of a sweep or search: the report, without the Schedule and Timeline.
+struct PointResult {
+  report::StepReport report;
+  int64_t ops = 0;
+  std::string generator;
+};
+
 class Session {
  public:
   // The experiment's sparsity model, built on first use; stays valid for the session.
@@ -61,17 +79,34 @@ class Session {
   const topology::Topology& topology(const Experiment& e);
   schedule::Schedule schedule(const Experiment& e);
   Simulation simulate(const Experiment& e, engine::EngineKind kind);
+  // The fast path of a sweep: like simulate(e, kind).report, but a point whose
+  // schedule_key equals the previous point's reuses that Schedule and its
+  // RunPlan (a cluster what-if regenerates nothing). One Schedule is kept: it
+  // is large, and search::evaluate hands a worker equal-key points together.
+  PointResult run_point(const Experiment& e, engine::EngineKind kind);
+  // Frees run_point's Schedule (search::evaluate does at the end of a batch, so
+  // sessions kept between batches do not hold one each while the caller goes on).
+  void release_schedule() { last_.reset(); }
   report::ImbalanceReport imbalance(const Experiment& e, const std::vector<Partition>& partitions,
                                     const report::Progress& progress = {});
 
   placement::WorkCache& work() { return work_; }
   int64_t pattern_builds() const { return pattern_builds_; }
+  int64_t schedule_builds() const { return schedule_builds_; }  // by run_point
 
  private:
   std::map<std::string, sparsity::SparsityModel> patterns_;  // map nodes stay put: work_ keys by identity
   std::map<std::string, topology::Topology> topologies_;     // by Topology::key
   placement::WorkCache work_;
   int64_t pattern_builds_ = 0;
+  struct Prepared {
+    std::string key;
+    schedule::Schedule schedule;
+    schedule::RunPlan plan;
+    std::vector<traces::Edge> edges;  // engine::timeline_edges(schedule, plan)
+  };
+  std::unique_ptr<const Prepared> last_;  // run_point's cached Schedule
+  int64_t schedule_builds_ = 0;
 };
 
 }  // namespace rm::pipeline

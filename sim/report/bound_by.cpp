@@ -57,8 +57,8 @@ struct Flow {
 // once both sides are posted (the later start) and ends by the earlier end of
 // the ops it touches (each ends with its last transfer).
 std::vector<Flow> flows(const schedule::Schedule& s, const topology::Topology& t,
-                        const std::vector<const traces::Event*>& ev, const std::vector<char>& on_path) {
-  const schedule::CommMatching match = schedule::match_comms(s);
+                        const std::vector<const traces::Event*>& ev, const std::vector<char>& on_path,
+                        const schedule::CommMatching& match) {
   std::vector<Flow> out;
   // Routes by rank pair, the last one kept: a rank's consecutive sends mostly go to one peer.
   int last_src = -1, last_dst = -1;
@@ -225,7 +225,8 @@ std::string kind_label(const std::string& kind) {
 }  // namespace
 
 BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const topology::Topology& t,
-                 const cost::CostModel& m, const CriticalPath& cp, double step_imbalance) {
+                 const cost::CostModel& m, const CriticalPath& cp, double step_imbalance,
+                 const schedule::CommMatching* match) {
   BoundBy b;
   std::vector<const traces::Event*> ev(s.ops.size(), nullptr);
   double begin = tl.events.empty() ? 0.0 : tl.events.front().start_s, end = begin;
@@ -258,7 +259,8 @@ BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const 
   for (auto& c : cls) c.uses.assign(links.size(), 0);
   // In start order, so each link's busy time is a running merge of its transfers' intervals.
   // (Sorted as small keys: the flows themselves are large.)
-  const std::vector<Flow> fl = flows(s, t, ev, on_path);
+  const std::vector<Flow> fl = match ? flows(s, t, ev, on_path, *match)
+                                     : flows(s, t, ev, on_path, schedule::match_comms(s));
   std::vector<std::pair<double, uint32_t>> order(fl.size());
   for (size_t i = 0; i < fl.size(); ++i) order[i] = {fl[i].t0, uint32_t(i)};
   std::sort(order.begin(), order.end());

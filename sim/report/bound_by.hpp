@@ -17,6 +17,7 @@
 
 #include "sim/cost/cost_model.hpp"
 #include "sim/report/critical_path.hpp"
+#include "sim/schedule/comm_matching.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/topology/topology.hpp"
 #include "traces/timeline.hpp"
@@ -119,8 +120,11 @@ inline constexpr double kSaturatedUtilisation = 0.90;
 
 // cp and step_imbalance (Imbalance::step_measured) come from the step report
 // of the same Schedule and Timeline; t and m are what the Timeline ran on.
+// match: s's communication matching when the caller has it (RunPlan::match),
+// else computed here.
 BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const topology::Topology& t,
-                 const cost::CostModel& m, const CriticalPath& cp, double step_imbalance);
+                 const cost::CostModel& m, const CriticalPath& cp, double step_imbalance,
+                 const schedule::CommMatching* match = nullptr);
 
 // Keys: kind, verdict, brief, bottleneck (a link object or null), links [{name,
 // kind, rate_GBps, bytes, busy_s, utilisation, busy_utilisation, critical_s,

@@ -1,6 +1,8 @@
 #include "sim/search/evaluate.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -19,10 +21,10 @@ Outcome evaluate_one(const Experiment& e, engine::EngineKind kind, pipeline::Ses
   Outcome out;
   try {
     generate::check_fits(generate::estimate_footprint(e, generate::RunKind::simulate), "this point");
-    pipeline::Simulation sim = session.simulate(e, kind);
-    out.ops = static_cast<int64_t>(sim.schedule.ops.size());
-    out.generator = sim.schedule.generator;
-    out.report = std::move(sim.report);
+    pipeline::PointResult r = session.run_point(e, kind);
+    out.ops = r.ops;
+    out.generator = std::move(r.generator);
+    out.report = std::move(r.report);
     out.ok = true;
   } catch (const ConfigError& err) {
     out.error = err.what();
@@ -36,6 +38,24 @@ std::vector<Outcome> evaluate(const std::vector<Experiment>& points, const Evalu
   const bool simgrid = o.engine == engine::EngineKind::simgrid;
   const int workers = simgrid ? 1 : std::max(1, std::min<int>(worker_count(o.jobs), static_cast<int>(n)));
 
+  // Work goes out in tasks of points with equal Schedule inputs (their input
+  // order kept), so a worker's Session reuses one Schedule across a group's
+  // cluster what-ifs (Session::run_point); a task holds at most a 1/(2 workers)
+  // share of the points, so one large group still spreads over every worker.
+  std::vector<std::vector<int64_t>> tasks;
+  {
+    const int64_t cap = std::max<int64_t>(1, (n + 2 * workers - 1) / (2 * workers));
+    std::map<std::string, size_t> open;  // key -> the task now filling
+    for (int64_t i = 0; i < n; ++i) {
+      auto [it, fresh] = open.try_emplace(pipeline::schedule_key(points[size_t(i)]), tasks.size());
+      if (fresh || int64_t(tasks[it->second].size()) == cap) {
+        it->second = tasks.size();
+        tasks.emplace_back();
+      }
+      tasks[it->second].push_back(i);
+    }
+  }
+  const int64_t n_tasks = static_cast<int64_t>(tasks.size());
   std::atomic<int64_t> next{0};
   std::mutex progress_mutex;
   int64_t done = 0;
@@ -45,19 +65,22 @@ std::vector<Outcome> evaluate(const std::vector<Experiment>& points, const Evalu
   while (pool.size() < size_t(workers)) pool.emplace_back();
   auto work = [&](int w) {
     pipeline::Session& session = pool[size_t(w)];
-    for (int64_t i = next++; i < n; i = next++) {
-      try {
-        out[i] = evaluate_one(points[i], o.engine, session);
-      } catch (...) {
+    for (int64_t t = next++; t < n_tasks; t = next++)
+      for (int64_t i : tasks[size_t(t)]) {
+        try {
+          out[size_t(i)] = evaluate_one(points[size_t(i)], o.engine, session);
+        } catch (...) {
+          std::lock_guard lock(progress_mutex);
+          if (!failure) failure = std::current_exception();
+          next = n_tasks;  // stop handing out points
+          session.release_schedule();
+          return;
+        }
         std::lock_guard lock(progress_mutex);
-        if (!failure) failure = std::current_exception();
-        next = n;  // stop handing out points
-        return;
+        ++done;
+        if (o.progress) o.progress(done, n);
       }
-      std::lock_guard lock(progress_mutex);
-      ++done;
-      if (o.progress) o.progress(done, n);
-    }
+    session.release_schedule();
   };
   if (workers == 1) {
     work(0);

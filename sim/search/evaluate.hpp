@@ -2,7 +2,8 @@
 // points, a planner's candidates — on every core. Each worker thread keeps its
 // own pipeline::Session (sparsity models are not thread-safe, and a session's
 // caches pay off over the many points one worker sees); points go to whichever
-// worker is free, so the outcome of a point never depends on which worker ran it.
+// worker is free, points with equal Schedule inputs together (Session::run_point
+// reuses their Schedule), so the outcome of a point never depends on which worker ran it.
 // Results come back in the order of the input, byte-identical to a serial run.
 #pragma once
 

@@ -1,8 +1,11 @@
 // The pipeline's caches: a second evaluation of a variant of one experiment
 // builds no pattern and counts no pair cost again, and cached results are the
 // uncached ones exactly.
+#include <algorithm>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include <gtest/gtest.h>
 
@@ -87,6 +90,50 @@ TEST(Session, CachedResultsAreTheUncachedOnes) {
 
   const std::vector<Partition> parts{Partition::stripe, Partition::zigzag, Partition::balanced};
   EXPECT_TRUE(s.imbalance(e, parts) == report::imbalance_report(e, m, topo, parts));
+}
+
+// A cluster what-if on links and costs reuses the Schedule (and its RunPlan),
+// and its report is byte for byte a fresh run's; the what-ifs do move the step.
+TEST(Session, ClusterWhatIfsReuseTheScheduleWithFreshFigures) {
+  Session s;
+  const std::vector<std::vector<std::string>> what_ifs{
+      {},
+      {"cluster.nic.bandwidth_Gbps=25"},
+      {"cluster.nic.bandwidth_Gbps=800", "cluster.nic.latency_us=9"},
+      {"cluster.pcie.bandwidth_GBps=5"},
+      {"cluster.intra_node.bandwidth_GBps=30"},
+      {"cluster.cost.gemm_efficiency=0.3", "cluster.cost.kernel_launch_us=50"},
+  };
+  std::vector<std::string> seen;
+  for (const auto& w : what_ifs) {
+    const Experiment e = variant(w);
+    const PointResult point = s.run_point(e, engine::EngineKind::analytic);
+    const Simulation fresh = Session().simulate(e, engine::EngineKind::analytic);
+    EXPECT_EQ(report::to_json(point.report).dump(), report::to_json(fresh.report).dump()) << w.size();
+    EXPECT_EQ(point.ops, int64_t(fresh.schedule.ops.size()));
+    EXPECT_EQ(point.generator, fresh.schedule.generator);
+    seen.push_back(fmt::format("{}", point.report.step_time_s));
+  }
+  EXPECT_EQ(s.schedule_builds(), 1);
+  std::sort(seen.begin(), seen.end());
+  EXPECT_GE(std::unique(seen.begin(), seen.end()) - seen.begin(), 4);  // most what-ifs change the step
+}
+
+// What the generators read changes the key: any non-cluster key, the node
+// structure and the GPU (it picks the attention kernel's entry; the key keeps all of it).
+TEST(Session, ScheduleKeySeparatesWhatTheGeneratorsRead) {
+  const std::string base = schedule_key(variant({}));
+  EXPECT_EQ(base, schedule_key(variant({"cluster.nic.bandwidth_Gbps=400", "cluster.pcie.latency_us=3"})));
+  for (const std::vector<std::string>& v :
+       {std::vector<std::string>{"parallel.partition=zigzag"}, {"parallel.checkpoint=none"}, {"workload.seed=3"},
+        {"cluster.nodes=8"}, {"cluster.gpus_per_node=4", "cluster.nics_per_node=4", "cluster.nodes=8"},
+        {"cluster.gpu.memory_GB=80"}})
+    EXPECT_NE(base, schedule_key(variant(v))) << v[0];
+  Session s;
+  s.run_point(variant({}), engine::EngineKind::analytic);
+  s.run_point(variant({"parallel.partition=zigzag"}), engine::EngineKind::analytic);
+  s.run_point(variant({"parallel.partition=zigzag", "cluster.nic.bandwidth_Gbps=50"}), engine::EngineKind::analytic);
+  EXPECT_EQ(s.schedule_builds(), 2);
 }
 
 }  // namespace

@@ -55,6 +55,27 @@ TEST(Evaluate, ThreadsGiveTheSerialResultsInInputOrder) {
   }
 }
 
+// A cluster axis varied slowest (equal Schedule inputs far apart in the input):
+// each point is still what the uncached Session::simulate gives.
+TEST(Evaluate, ClusterWhatIfsAnywhereInTheGridGiveFreshFigures) {
+  std::vector<Experiment> in;
+  for (const char* nic : {"25", "200", "800"})
+    for (const char* part : {"zigzag", "stripe"})
+      for (const char* ring : {"ring", "hierarchical"})
+        in.push_back(variant({std::string("cluster.nic.bandwidth_Gbps=") + nic,
+                              std::string("parallel.partition=") + part, std::string("parallel.ring=") + ring}));
+  EvaluateOptions o;
+  o.jobs = 2;
+  const std::vector<Outcome> got = evaluate(in, o);
+  ASSERT_EQ(got.size(), in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const pipeline::Simulation want = pipeline::Session().simulate(in[i], engine::EngineKind::analytic);
+    ASSERT_TRUE(got[i].ok) << got[i].error;
+    EXPECT_EQ(report::to_json(got[i].report).dump(), report::to_json(want.report).dump()) << "point " << i;
+    EXPECT_EQ(got[i].ops, int64_t(want.schedule.ops.size()));
+  }
+}
+
 TEST(Evaluate, APointThatCannotRunSaysWhyAndTheOthersStillRun) {
   // A window that does not divide cp, set past the loader's check: the generator refuses it.
   Experiment bad = variant({"parallel.ring=double_ring", "parallel.window=4"});

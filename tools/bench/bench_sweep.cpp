@@ -3,7 +3,8 @@
 // on the 2-core machine): the same grid -> load -> search::evaluate path as
 // the CLI, with the CLI's allocator tuning. The grid is the first --points of
 // partition (4) x ring (2) x grad_comm_dtype (2) x shuffle (2) x checkpoint (3)
-// x cluster.nic.bandwidth_Gbps (11) = 1,056 points. Prints one table measured
+// x cluster.nic.bandwidth_Gbps (11) = 1,056 points (each group of 11 NIC speeds
+// shares one Schedule: pipeline::Session::run_point). Prints one table measured
 // in one run: wall time, and the process's CPU time (on a shared machine,
 // CPU s / jobs is what an idle machine would take).
 //   build/bin/bench_sweep [--points N] [--jobs N] [--set path=value ...]
