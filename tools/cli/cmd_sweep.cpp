@@ -194,13 +194,17 @@ void register_sweep(CLI::App& app) {
     MpiWorld world;
     try {
       run(*o, world);
-    } catch (const ConfigError&) {
-      // Every rank refuses bad input alike; one line is enough.
-      if (world.rank() != 0) {
-        world.finalize();
-        std::exit(2);
+    } catch (const ConfigError& e) {
+      // Every rank refuses bad input alike; one line (rank 0's) is enough. Rank 0
+      // prints it before MPI_Finalize: once every rank has finalised, mpirun may
+      // kill the job as soon as one of them exits non-zero, line unprinted.
+      if (!world.active()) throw;
+      if (world.rank() == 0) {
+        std::fprintf(stderr, "ringmaster: error: %s\n", e.what());
+        std::fflush(stderr);
       }
-      throw;
+      world.finalize();
+      std::exit(2);
     }
   });
 }
