@@ -18,41 +18,6 @@ namespace rm::generate {
 
 namespace {
 
-// The ring of one context group: O rounds of I steps (the attention kinds of
-// sim/placement/*_attention.cpp, counted from the cluster shape alone).
-struct RingShape {
-  int64_t O = 1, I = 1;
-};
-
-RingShape ring_shape(const Experiment& e, int d, int h, int t) {
-  const Parallel& p = e.parallel;
-  if (p.cp == 1) return {1, 1};
-  switch (p.ring) {
-    case RingKind::ring: return {1, p.cp};
-    case RingKind::double_ring:
-      if (p.window < 1 || p.cp % p.window != 0)
-        throw ConfigError(fmt::format("{}: $.parallel.window: expected a divisor of cp ({}), got {}", e.source, p.cp, p.window));
-      return {p.cp / p.window, p.window};
-    case RingKind::hierarchical: {
-      const placement::DeviceMap map(p);
-      std::map<int, int64_t> by_node;
-      for (int g : map.context_group(d, h, t)) ++by_node[g / e.cluster.gpus_per_node];
-      const int64_t inner = by_node.begin()->second;
-      for (const auto& [node, n] : by_node)
-        if (n != inner)
-          throw ConfigError(fmt::format("{}: $.parallel.ring: hierarchical needs as many context ranks on every node", e.source));
-      return {int64_t(by_node.size()), inner};
-    }
-  }
-  return {1, p.cp};
-}
-
-bool dynamic_patterns(const Experiment& e) {
-  const auto& p = e.workload.pattern;
-  if (!p.is_object()) return false;
-  auto it = p.find("dynamic");
-  return it != p.end() && it->is_boolean() && it->get<bool>();
-}
 bool top_p(const Experiment& e) { return e.workload.pattern.is_object() && e.workload.pattern.contains("top_p"); }
 
 // generate/ring_emitter.cpp: one group's ring, forward or backward.
@@ -250,6 +215,36 @@ void check_fits(const Footprint& f, const std::string& what) {
   throw ConfigError(fmt::format("{} needs ~{:.1f} GB ({}), this machine has {:.1f} GB (set RINGMASTER_MEMORY_BYTES "
                                 "to override)",
                                 what, double(f.bytes) / 1e9, ops, double(have) / 1e9));
+}
+
+RingShape ring_shape(const Experiment& e, int d, int h, int t) {
+  const Parallel& p = e.parallel;
+  if (p.cp == 1) return {1, 1};
+  switch (p.ring) {
+    case RingKind::ring: return {1, p.cp};
+    case RingKind::double_ring:
+      if (p.window < 1 || p.cp % p.window != 0)
+        throw ConfigError(fmt::format("{}: $.parallel.window: expected a divisor of cp ({}), got {}", e.source, p.cp, p.window));
+      return {p.cp / p.window, p.window};
+    case RingKind::hierarchical: {
+      const placement::DeviceMap map(p);
+      std::map<int, int64_t> by_node;
+      for (int g : map.context_group(d, h, t)) ++by_node[g / e.cluster.gpus_per_node];
+      const int64_t inner = by_node.begin()->second;
+      for (const auto& [node, n] : by_node)
+        if (n != inner)
+          throw ConfigError(fmt::format("{}: $.parallel.ring: hierarchical needs as many context ranks on every node", e.source));
+      return {int64_t(by_node.size()), inner};
+    }
+  }
+  return {1, p.cp};
+}
+
+bool dynamic_patterns(const Experiment& e) {
+  const auto& p = e.workload.pattern;
+  if (!p.is_object()) return false;
+  auto it = p.find("dynamic");
+  return it != p.end() && it->is_boolean() && it->get<bool>();
 }
 
 }  // namespace rm::generate

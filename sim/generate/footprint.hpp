@@ -13,6 +13,17 @@
 
 namespace rm::generate {
 
+// The ring of context group (d, h, t): O rounds of I steps, as the attention kinds
+// (sim/placement/*_attention.cpp) lay it out, from the cluster shape alone (no
+// Topology). Throws rm::ConfigError for a window that does not divide cp or a
+// hierarchical ring over uneven nodes. The op count and the memory model use it.
+struct RingShape {
+  int64_t O = 1, I = 1;
+};
+RingShape ring_shape(const Experiment& e, int d, int h, int t);
+// Whether the pattern is dynamic (indices built online by index_build ops).
+bool dynamic_patterns(const Experiment& e);
+
 // Ops of generate_step(e, ...) — exact for every experiment the generators
 // accept (tests/sim/generate_footprint_test.cpp checks it against generated
 // Schedules). Throws rm::ConfigError where the generator would (uneven

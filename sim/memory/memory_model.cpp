@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "sim/config/json_reader.hpp"
+#include "sim/generate/footprint.hpp"
 #include "sim/generate/index_building.hpp"
 #include "sim/generate/layer_costs.hpp"
 #include "sim/generate/step_context.hpp"
@@ -32,40 +33,6 @@ constexpr int64_t kLayersInFlight = 2;
 constexpr int kPartialsInFlight = 2;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Rounds x steps per round of the context group's ring, as the attention kinds
-// (sim/placement/*_attention.cpp) lay it out, without a Topology: the
-// hierarchical ring's inner ring is the context group's GPUs on one node.
-std::pair<int, int> ring_shape(const Experiment& e) {
-  const Parallel& p = e.parallel;
-  if (p.cp == 1) return {1, 1};
-  switch (p.ring) {
-    case RingKind::ring: return {1, p.cp};
-    case RingKind::double_ring:
-      if (p.window < 1 || p.cp % p.window != 0)
-        throw ConfigError(fmt::format("{}: $.parallel.window: expected a divisor of cp ({}), got {}", e.source, p.cp,
-                                      p.window));
-      return {p.cp / p.window, p.window};
-    case RingKind::hierarchical: {
-      std::map<int, int> per_node;
-      for (int g : placement::DeviceMap(p).context_group(0, 0, 0)) ++per_node[g / e.cluster.gpus_per_node];
-      const int inner = per_node.begin()->second;
-      for (const auto& [node, n] : per_node)
-        if (n != inner)
-          throw ConfigError(fmt::format("{}: $.parallel.ring: hierarchical needs as many context ranks on every node",
-                                        e.source));
-      return {p.cp / inner, inner};
-    }
-  }
-  return {1, p.cp};
-}
-
-bool dynamic_pattern(const Experiment& e) {
-  const nlohmann::json& p = e.workload.pattern;
-  if (!p.is_object()) return false;
-  const auto it = p.find("dynamic");
-  return it != p.end() && it->is_boolean() && it->get<bool>();
-}
 
 }  // namespace
 
@@ -101,12 +68,13 @@ Tensors tensors(const Experiment& e) {
   const bool shuffles = generate::StepContext::shuffle_of(p) != generate::StepContext::Shuffle::none;
   t.exchanges = (p.hp > 1 ? 1 : 0) + (shuffles ? 1 : 0);
   t.o_seq = t.exchanges > 0 ? t.q : 0;
-  if (dynamic_pattern(e)) {
+  if (generate::dynamic_patterns(e)) {
     const generate::IndexSizes z = generate::index_sizes(e);
     t.index = p.cp * b * s.heads * z.blocks * z.blocks * kMaskBytes + b * s.heads * z.blocks * z.verticals * kFp32Bytes;
   }
 
-  const auto [O, I] = ring_shape(e);
+  const generate::RingShape shape = generate::ring_shape(e, 0, 0, 0);
+  const int O = int(shape.O), I = int(shape.I);
   t.outer = O;
   t.inner = I;
   const int K = O * I;

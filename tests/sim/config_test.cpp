@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/support/config_error_of.hpp"
 #include "sim/config/experiment.hpp"
 #include "sim/config/json_reader.hpp"
 
@@ -11,34 +12,27 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using rm::test::config_error_of;
 
 TEST(Sizes, SuffixesAreBinary) {
   EXPECT_EQ(parse_size_text("512k", "x"), 524288);
   EXPECT_EQ(parse_size_text("1M", "x"), 1048576);
   EXPECT_EQ(parse_size_text("128K", "x"), 131072);
   EXPECT_EQ(parse_size_text("4096", "x"), 4096);
-  EXPECT_THAT(error_of([] { parse_size_text("12q", "f.json: $.a"); }), HasSubstr("f.json: $.a: expected a size"));
-  EXPECT_THAT(error_of([] { parse_size_text("k", "w"); }), HasSubstr("expected a size"));
+  EXPECT_THAT(config_error_of([] { parse_size_text("12q", "f.json: $.a"); }), HasSubstr("f.json: $.a: expected a size"));
+  EXPECT_THAT(config_error_of([] { parse_size_text("k", "w"); }), HasSubstr("expected a size"));
 }
 
 TEST(Sizes, SuffixOverflowIsAnErrorNotAWrap) {
   // 17179869185G once wrapped to 1,073,741,824 tokens.
-  EXPECT_THAT(error_of([] { parse_size_text("17179869185G", "w"); }), HasSubstr("w: size \"17179869185G\" is too large"));
-  EXPECT_THAT(error_of([] { parse_size_text("8796093022208M", "w"); }), HasSubstr("too large"));
+  EXPECT_THAT(config_error_of([] { parse_size_text("17179869185G", "w"); }), HasSubstr("w: size \"17179869185G\" is too large"));
+  EXPECT_THAT(config_error_of([] { parse_size_text("8796093022208M", "w"); }), HasSubstr("too large"));
   EXPECT_EQ(parse_size_text("8589934591G", "w"), int64_t(8589934591) << 30);  // the largest that fits
 }
 
 TEST(UntrustedConfigs, ParallelProductIsCheckedIn64Bits) {
   // 65536 * 65536 overflows an int to 0, which once passed the GPU-count check.
-  const std::string e = error_of([] {
+  const std::string e = config_error_of([] {
     load_experiment(ConfigStore{}, "", {"parallel.dp=65536", "parallel.cp=65536", "parallel.partition=zigzag",
                                         "parallel.ring=ring"});
   });
@@ -46,18 +40,18 @@ TEST(UntrustedConfigs, ParallelProductIsCheckedIn64Bits) {
 }
 
 TEST(UntrustedConfigs, SetValuesObeyTheJsonLimits) {
-  EXPECT_THAT(error_of([] { load_experiment(ConfigStore{}, "", {R"(parallel={"cp": 8, "cp": 16})"}); }),
+  EXPECT_THAT(config_error_of([] { load_experiment(ConfigStore{}, "", {R"(parallel={"cp": 8, "cp": 16})"}); }),
               HasSubstr("key \"cp\" appears twice"));
   // 1e999 is no JSON number a double holds, so --set keeps it as text and the field says what it expected.
-  EXPECT_THAT(error_of([] { load_experiment(ConfigStore{}, "", {"workload.seed=1e999"}); }),
+  EXPECT_THAT(config_error_of([] { load_experiment(ConfigStore{}, "", {"workload.seed=1e999"}); }),
               HasSubstr("$.workload.seed: expected an integer, got \"1e999\""));
-  EXPECT_THAT(error_of([] { parse_json_text(R"({"nodes": 1e999})", "c.json"); }),
+  EXPECT_THAT(config_error_of([] { parse_json_text(R"({"nodes": 1e999})", "c.json"); }),
               HasSubstr("c.json: a number is out of range"));
-  EXPECT_THAT(error_of([] { load_experiment(ConfigStore{}, "", {"name=\xff\xfe"}); }),
+  EXPECT_THAT(config_error_of([] { load_experiment(ConfigStore{}, "", {"name=\xff\xfe"}); }),
               HasSubstr("the value is not valid UTF-8"));
-  EXPECT_THAT(error_of([] { load_experiment(ConfigStore{}, "", {"cluster=/dev/zero"}); }),
+  EXPECT_THAT(config_error_of([] { load_experiment(ConfigStore{}, "", {"cluster=/dev/zero"}); }),
               HasSubstr("/dev/zero: larger than the 256 MiB limit"));
-  EXPECT_THAT(error_of([] { load_experiment(ConfigStore{}, "", {"cluster=/tmp"}); }),
+  EXPECT_THAT(config_error_of([] { load_experiment(ConfigStore{}, "", {"cluster=/tmp"}); }),
               HasSubstr("/tmp: is a directory"));
 }
 
@@ -65,10 +59,10 @@ TEST(Reader, NamesFilePathAndExpectation) {
   auto j = nlohmann::json::parse(R"({"a": {"b": -3, "c": "x", "typo": 1}})");
   JsonReader r(j, "exp.json");
   auto a = r.object("a");
-  EXPECT_THAT(error_of([&] { a.integer("b", 1, 10); }), HasSubstr("exp.json: $.a.b: expected an integer in [1, 10], got -3"));
-  EXPECT_THAT(error_of([&] { a.number("c", 0, 1); }), HasSubstr("$.a.c: expected a number"));
-  EXPECT_THAT(error_of([&] { a.str("missing"); }), HasSubstr("$.a.missing: missing required field"));
-  EXPECT_THAT(error_of([&] { a.finish(); }), HasSubstr("$.a.typo: unknown key"));
+  EXPECT_THAT(config_error_of([&] { a.integer("b", 1, 10); }), HasSubstr("exp.json: $.a.b: expected an integer in [1, 10], got -3"));
+  EXPECT_THAT(config_error_of([&] { a.number("c", 0, 1); }), HasSubstr("$.a.c: expected a number"));
+  EXPECT_THAT(config_error_of([&] { a.str("missing"); }), HasSubstr("$.a.missing: missing required field"));
+  EXPECT_THAT(config_error_of([&] { a.finish(); }), HasSubstr("$.a.typo: unknown key"));
 }
 
 TEST(Configs, EveryShippedConfigLoads) {
@@ -123,28 +117,28 @@ TEST(Configs, OverridesApplyInOrder) {
 
 TEST(Configs, BadInputNamesTheField) {
   ConfigStore store;
-  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"parallel.cp=64"}); }),
+  EXPECT_THAT(config_error_of([&] { load_experiment(store, "", {"parallel.cp=64"}); }),
               HasSubstr("$.parallel.cp: dp*hp*cp = 1*1*64 = 64 exceeds the 32 GPUs"));
-  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"workload.pattern=nope"}); }),
+  EXPECT_THAT(config_error_of([&] { load_experiment(store, "", {"workload.pattern=nope"}); }),
               HasSubstr("unknown pattern \"nope\""));
-  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"parallel.stripe_tokens=100"}); }),
+  EXPECT_THAT(config_error_of([&] { load_experiment(store, "", {"parallel.stripe_tokens=100"}); }),
               HasSubstr("stripe partition needs workload.seq_len divisible by 3200"));
-  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"parallel.colour=red"}); }),
+  EXPECT_THAT(config_error_of([&] { load_experiment(store, "", {"parallel.colour=red"}); }),
               HasSubstr("$.parallel.colour: unknown key"));
-  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"parallel.ring=spiral"}); }),
+  EXPECT_THAT(config_error_of([&] { load_experiment(store, "", {"parallel.ring=spiral"}); }),
               HasSubstr("$.parallel.ring: expected one of ring, double_ring, hierarchical"));
-  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"cluster.gpu.memory_GB=\"lots\""}); }),
+  EXPECT_THAT(config_error_of([&] { load_experiment(store, "", {"cluster.gpu.memory_GB=\"lots\""}); }),
               HasSubstr("$.gpu.memory_GB: expected a number"));
-  EXPECT_THAT(error_of([&] { load_experiment(store, "/nonexistent/exp.json"); }),
+  EXPECT_THAT(config_error_of([&] { load_experiment(store, "/nonexistent/exp.json"); }),
               HasSubstr("/nonexistent/exp.json\" not found"));
-  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"nonsense"}); }), HasSubstr("expected path=value"));
-  EXPECT_THAT(error_of([&] { load_experiment(store, "", {"parallel.cp=8", "parallel.hp=3"}); }),
+  EXPECT_THAT(config_error_of([&] { load_experiment(store, "", {"nonsense"}); }), HasSubstr("expected path=value"));
+  EXPECT_THAT(config_error_of([&] { load_experiment(store, "", {"parallel.cp=8", "parallel.hp=3"}); }),
               HasSubstr("$.parallel.hp: expected a divisor of the model's 16 heads"));
 }
 
 TEST(Configs, AMissingConfigFolderIsAnError) {
-  EXPECT_THAT(error_of([] { ConfigStore({"/no/such/rm-configs"}); }), HasSubstr("\"/no/such/rm-configs\""));
-  EXPECT_EQ(error_of([] { ConfigStore({std::string(RINGMASTER_SOURCE_DIR) + "/configs"}); }), "(no error)");
+  EXPECT_THAT(config_error_of([] { ConfigStore({"/no/such/rm-configs"}); }), HasSubstr("\"/no/such/rm-configs\""));
+  EXPECT_EQ(config_error_of([] { ConfigStore({std::string(RINGMASTER_SOURCE_DIR) + "/configs"}); }), "(no error)");
 }
 
 // The echoed experiment names every key with its value after defaults: set

@@ -1,3 +1,4 @@
+#include "tests/support/config_error_of.hpp"
 #include "sim/schedule/schedule_file.hpp"
 
 #include <filesystem>
@@ -26,14 +27,7 @@ Schedule from_text(const std::string& text) {
   return from_schedule_json(nlohmann::json::parse(text), "mem.json");
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const rm::ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using rm::test::config_error_of;
 
 TEST(ScheduleFile, RoundTripsRandomSchedules) {
   for (unsigned seed = 0; seed < 60; ++seed) {
@@ -94,19 +88,19 @@ TEST(ScheduleFile, RepeatedLayersShareOneTemplate) {
 TEST(ScheduleFile, RefusesUnknownFormatAndVersion) {
   auto j = nlohmann::json::parse(to_schedule_json(random_schedule(1)));
   j["version"] = 3;
-  EXPECT_NE(error_of([&] { from_schedule_json(j, "s.json"); }).find("s.json: $.version: unsupported schedule version 3"),
+  EXPECT_NE(config_error_of([&] { from_schedule_json(j, "s.json"); }).find("s.json: $.version: unsupported schedule version 3"),
             std::string::npos);
   j["version"] = 1;
-  EXPECT_NE(error_of([&] { from_schedule_json(j, "s.json"); })
+  EXPECT_NE(config_error_of([&] { from_schedule_json(j, "s.json"); })
                 .find("s.json: $.version: version 1 is no longer read (it has no buffers): re-export it with "
                       "`ringmaster schedule`"),
             std::string::npos);
   j["version"] = 2;
   j["format"] = "chakra";
-  EXPECT_NE(error_of([&] { from_schedule_json(j, "s.json"); }).find("unknown format \"chakra\""), std::string::npos);
+  EXPECT_NE(config_error_of([&] { from_schedule_json(j, "s.json"); }).find("unknown format \"chakra\""), std::string::npos);
   j["format"] = "ringmaster.schedule";
   j["surprise"] = 1;
-  EXPECT_NE(error_of([&] { from_schedule_json(j, "s.json"); }).find("$.surprise: unknown key"), std::string::npos);
+  EXPECT_NE(config_error_of([&] { from_schedule_json(j, "s.json"); }).find("$.surprise: unknown key"), std::string::npos);
 }
 
 // Executable schedules (buffers, token sets, accesses, attention and GEMM
@@ -141,19 +135,19 @@ TEST(ScheduleFile, ReportsBadDescriptorsWithTheirPath) {
   auto j = nlohmann::json::parse(to_schedule_json(g.s));
   auto bad = j;
   bad["buffers"]["dtype"][0] = "fp8";
-  EXPECT_NE(error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.buffers.dtype[0]: unknown dtype \"fp8\""),
+  EXPECT_NE(config_error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.buffers.dtype[0]: unknown dtype \"fp8\""),
             std::string::npos);
   bad = j;
   bad["attentions"]["mask"] = "causal";  // a table column must be an array
-  EXPECT_NE(error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.attentions.mask: expected an array"),
+  EXPECT_NE(config_error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.attentions.mask: expected an array"),
             std::string::npos);
   bad = j;
   bad["token_sets"][0][0] = {0, 0, 0, 1};  // len 0
-  EXPECT_NE(error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.token_sets[0][0][1]: expected an integer in [1"),
+  EXPECT_NE(config_error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.token_sets[0][0][1]: expected an integer in [1"),
             std::string::npos);
   bad = j;
   bad["accesses"][0] = {{0}};
-  EXPECT_NE(error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.accesses[0]: expected [reads, writes]"),
+  EXPECT_NE(config_error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.accesses[0]: expected [reads, writes]"),
             std::string::npos);
 }
 
@@ -163,7 +157,7 @@ TEST(ScheduleFile, RefusesTruncatedFiles) {
     auto p = temp_path(name);
     traces::write_text_file_atomic(p.string(), text);
     fs::resize_file(p, fs::file_size(p) * 2 / 3);
-    std::string msg = error_of([&] { read_schedule(p.string()); });
+    std::string msg = config_error_of([&] { read_schedule(p.string()); });
     EXPECT_NE(msg.find(p.string()), std::string::npos) << msg;
     EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
     fs::remove(p);
@@ -175,10 +169,10 @@ TEST(ScheduleFile, RefusesDuplicateAndMissingIds) {
   ASSERT_GE(j["segments"].size(), 2u);
   auto dup = j;
   dup["segments"][1]["first"] = 0;  // overlaps segment 0
-  EXPECT_NE(error_of([&] { from_schedule_json(dup, "s.json"); }).find("op 0: duplicate id"), std::string::npos);
+  EXPECT_NE(config_error_of([&] { from_schedule_json(dup, "s.json"); }).find("op 0: duplicate id"), std::string::npos);
   auto missing = j;
   missing["op_count"] = j["op_count"].get<int>() + 1;
-  EXPECT_NE(error_of([&] { from_schedule_json(missing, "s.json"); })
+  EXPECT_NE(config_error_of([&] { from_schedule_json(missing, "s.json"); })
                 .find("op " + std::to_string(j["op_count"].get<int>()) + ": missing"),
             std::string::npos);
 }
@@ -192,7 +186,7 @@ TEST(ScheduleFile, DanglingDependencyInFileNamesTheOp) {
   j["segments"][1]["outside_deps"][0][1] = 99;
   auto p = temp_path("dangling.json");
   traces::write_text_file_atomic(p.string(), j.dump());
-  std::string msg = error_of([&] { read_schedule(p.string()); });
+  std::string msg = config_error_of([&] { read_schedule(p.string()); });
   EXPECT_NE(msg.find("op 1 (rank 0 stream 'compute', gemm forward layer 1): depends on op 99, which does not exist"),
             std::string::npos)
       << msg;
@@ -202,7 +196,7 @@ TEST(ScheduleFile, DanglingDependencyInFileNamesTheOp) {
 TEST(ScheduleFile, ReportsBadColumnWithItsPath) {
   auto j = nlohmann::json::parse(to_schedule_json(random_schedule(6)));
   j["templates"][0]["kind"] = "teleport";
-  EXPECT_NE(error_of([&] { from_schedule_json(j, "s.json"); }).find("$.templates[0].kind: unknown op kind"),
+  EXPECT_NE(config_error_of([&] { from_schedule_json(j, "s.json"); }).find("$.templates[0].kind: unknown op kind"),
             std::string::npos);
 }
 
@@ -215,15 +209,15 @@ TEST(ScheduleFile, ReportsBadElementWithItsPath) {
   auto bad = j;
   bad["templates"][0]["rank"] = nlohmann::json::array();
   for (size_t i = 0; i < t["deps"].size(); ++i) bad["templates"][0]["rank"].push_back(i == 2 ? -5 : 0);
-  EXPECT_NE(error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.templates[0].rank[2]: expected an integer in [0, "),
+  EXPECT_NE(config_error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.templates[0].rank[2]: expected an integer in [0, "),
             std::string::npos);
   bad = j;
   bad["templates"][0]["deps"][2] = {7777777};
-  EXPECT_NE(error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.templates[0].deps[2][0]: expected an integer in [-1, "),
+  EXPECT_NE(config_error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.templates[0].deps[2][0]: expected an integer in [-1, "),
             std::string::npos);
   bad = j;
   bad["templates"][0]["deps"][1] = 3;
-  EXPECT_NE(error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.templates[0].deps[1]: expected an array of local op indices"),
+  EXPECT_NE(config_error_of([&] { from_schedule_json(bad, "s.json"); }).find("$.templates[0].deps[1]: expected an array of local op indices"),
             std::string::npos);
 }
 

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/config_error_of.hpp"
 #include "sim/config/config_store.hpp"
 #include "sim/config/json_reader.hpp"
 #include "sim/search/grid.hpp"
@@ -28,14 +29,7 @@ ConfigStore store() { return ConfigStore({std::string(RINGMASTER_SOURCE_DIR) + "
 const std::vector<std::string> kSets{"cluster=h200-1x8", "workload.seq_len=16k", "parallel.cp=8",
                                      "scope=attention_fwd"};
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using rm::test::config_error_of;
 
 TEST(GridAxis, SplitsAtTopLevelCommasOnly) {
   const GridAxis a = parse_grid_axis("parallel.cp=2,4,8");
@@ -50,12 +44,12 @@ TEST(GridAxis, SplitsAtTopLevelCommasOnly) {
 }
 
 TEST(GridAxis, RefusesMalformedSpecsNamingThem) {
-  EXPECT_THAT(error_of([] { parse_grid_axis("parallel.cp"); }), HasSubstr("--grid parallel.cp: expected KEY=V1,V2"));
-  EXPECT_THAT(error_of([] { parse_grid_axis("=2,4"); }), HasSubstr("--grid =2,4: empty key"));
-  EXPECT_THAT(error_of([] { parse_grid_axis("parallel.cp="); }), HasSubstr("--grid parallel.cp=: empty value"));
-  EXPECT_THAT(error_of([] { parse_grid_axis("parallel.cp=2,,4"); }), HasSubstr("empty value"));
-  EXPECT_THAT(error_of([] { parse_grid_axis("parallel.cp=2,4,"); }), HasSubstr("empty value"));
-  EXPECT_THAT(error_of([] { parse_grid_axis("parallel.cp=2,4,2"); }),
+  EXPECT_THAT(config_error_of([] { parse_grid_axis("parallel.cp"); }), HasSubstr("--grid parallel.cp: expected KEY=V1,V2"));
+  EXPECT_THAT(config_error_of([] { parse_grid_axis("=2,4"); }), HasSubstr("--grid =2,4: empty key"));
+  EXPECT_THAT(config_error_of([] { parse_grid_axis("parallel.cp="); }), HasSubstr("--grid parallel.cp=: empty value"));
+  EXPECT_THAT(config_error_of([] { parse_grid_axis("parallel.cp=2,,4"); }), HasSubstr("empty value"));
+  EXPECT_THAT(config_error_of([] { parse_grid_axis("parallel.cp=2,4,"); }), HasSubstr("empty value"));
+  EXPECT_THAT(config_error_of([] { parse_grid_axis("parallel.cp=2,4,2"); }),
               HasSubstr("--grid parallel.cp=2,4,2: value \"2\" is given twice"));
 }
 
@@ -95,8 +89,8 @@ TEST(Grid, CrossProductIsRowMajorLikeNestedLoops) {
 }
 
 TEST(Grid, RefusesNoAxesARepeatedKeyAndTooManyPoints) {
-  EXPECT_THAT(error_of([] { Grid g({}); }), HasSubstr("at least one --grid"));
-  EXPECT_THAT(error_of([] { Grid g({parse_grid_axis("parallel.cp=2,4"), parse_grid_axis("parallel.cp=8")}); }),
+  EXPECT_THAT(config_error_of([] { Grid g({}); }), HasSubstr("at least one --grid"));
+  EXPECT_THAT(config_error_of([] { Grid g({parse_grid_axis("parallel.cp=2,4"), parse_grid_axis("parallel.cp=8")}); }),
               HasSubstr("--grid parallel.cp=8: key parallel.cp is on another --grid too"));
   std::string many = "=0";
   for (int v = 1; v < 1000; ++v) many.append(",").append(std::to_string(v));
@@ -105,7 +99,7 @@ TEST(Grid, RefusesNoAxesARepeatedKeyAndTooManyPoints) {
   ASSERT_EQ(big[1].values.size(), 100u);
   EXPECT_EQ(Grid(big).size(), kMaxGridPoints);  // 1000 x 100: the most allowed
   big.push_back(parse_grid_axis("c=1,2"));
-  EXPECT_THAT(error_of([&] { Grid g(big); }), HasSubstr("more than 100000 points"));
+  EXPECT_THAT(config_error_of([&] { Grid g(big); }), HasSubstr("more than 100000 points"));
 }
 
 TEST(LoadGrid, EveryPointIsItsOverridesLoadedAndInputsAreResolved) {
@@ -140,7 +134,7 @@ TEST(LoadGrid, APointThatFailsOnlyInItsCombinationKeepsItsError) {
 
 TEST(LoadGrid, AValueNoPointCanUseIsBadInputNamingTheGridAndKey) {
   auto err = [&](std::vector<std::string> specs) {
-    return error_of([&] {
+    return config_error_of([&] {
       std::vector<GridAxis> axes;
       for (const auto& s : specs) axes.push_back(parse_grid_axis(s));
       load_grid(Grid(axes), store(), "", kSets);
@@ -158,7 +152,7 @@ TEST(LoadGrid, AValueNoPointCanUseIsBadInputNamingTheGridAndKey) {
   EXPECT_THAT(err({"parallel.cp=4,64"}), HasSubstr("--grid parallel.cp=4,64: value \"64\" fits no point"));
   EXPECT_THAT(err({"parallel.ring=ring,circle"}), HasSubstr("expected one of"));
   // Neither the experiment nor any point loads (cp = 32 of the default on 8 GPUs): the first point's error.
-  EXPECT_THAT(error_of([] {
+  EXPECT_THAT(config_error_of([] {
                 load_grid(Grid({parse_grid_axis("parallel.partition=zigzag,stripe")}), store(), "",
                           {"cluster=h200-1x8"});
               }),
