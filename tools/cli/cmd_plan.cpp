@@ -216,7 +216,7 @@ void run(const Options& o) {
 void register_plan(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "plan", "Find the fastest layout (dp x hp x cp, partition, ring, placement, checkpoint, ZeRO) that fits");
+      "plan", "Find the fastest layout (dp x tp x hp x cp, partition, ring, placement, checkpoint, ZeRO) that fits");
   add_experiment_options(cmd, o->exp);
   cmd->add_option("--gpus", o->gpus, "GPUs to lay out (default: the cluster's)");
   cmd->add_option("--top", o->top, "Runners-up kept and re-simulated with SimGrid")->capture_default_str();

@@ -86,7 +86,7 @@ void run(const Options& o) {
 
 void register_simulate(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("simulate", "Predict one training step: time, MFU, breakdown, imbalance, critical path");
+  CLI::App* cmd = app.add_subcommand("simulate", "Predict one training step: time, MFU, breakdown, imbalance, critical path, what bounds it, memory per GPU");
   add_experiment_options(cmd, o->exp);
   cmd->add_option("--engine", o->engine, "analytic (fast list scheduler) or simgrid (flow-level contention)")
       ->capture_default_str();
