@@ -1,0 +1,57 @@
+// What a compute op does to a rank's tensors on the CPU (docs/runtime.md, "Op
+// semantics"): attention tiles through kernels/cpu with a tile plan built once
+// per (descriptor, layer) before the timed run, merged into O|LSE or dQ as the
+// descriptor says; GEMMs through OpenBLAS at the Schedule's (m, n, k); the
+// elementwise ops that accompany the ring (merges, dK|dV additions, whose data
+// effect the attention op and the send apply) and the dense layer's norms and
+// activations as a read pass over their inputs — their memory traffic, which is
+// what the model charges for them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <utility>
+
+#include "kernels/plan.hpp"
+#include "runtime/buffer_instances.hpp"
+#include "runtime/layouts.hpp"
+#include "runtime/tensor_store.hpp"
+#include "sim/config/experiment.hpp"
+#include "sim/schedule/schedule.hpp"
+
+namespace rm::runtime {
+
+// The softmax's causality of the experiment's pattern and the index of one layer's
+// query heads (global), for attention ops whose index source is `pattern`.
+struct AttentionPatterns {
+  bool causal = true;
+  // Per layer: one SparseIndex over the model's query heads; filled on demand by prepare().
+  std::map<int, kernels::SparseIndex> by_layer;
+};
+
+class CpuCompute {
+ public:
+  CpuCompute(const schedule::Schedule& s, const Experiment& e, const BufferInstances& in, TensorStore& store);
+  // Builds the tile plan of every attention op of the store's rank. Throws
+  // ScheduleError naming the op for what the kernels cannot run.
+  void prepare();
+  // Executes compute op `op` (of this rank). Ops on different streams may run at
+  // once: the Schedule orders every access to a buffer.
+  void run(schedule::OpId op);
+
+ private:
+  void attention(const schedule::Op& op, bool backward);
+  void gemm(const schedule::Op& op);
+  void read_pass(const schedule::Op& op);
+  std::span<std::byte> buffer(const schedule::Op& op, int b) { return store_.bytes(b, in_.copy(op.id, b)); }
+  const kernels::TilePlan& plan_of(const schedule::Op& op) const;
+
+  const schedule::Schedule& s_;
+  const Experiment& e_;
+  const BufferInstances& in_;
+  TensorStore& store_;
+  AttentionPatterns patterns_;
+  std::map<std::pair<int, int>, kernels::TilePlan> plans_;  // (detail, layer or -1) -> plan
+};
+
+}  // namespace rm::runtime
