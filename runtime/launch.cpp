@@ -12,10 +12,12 @@
 #include <fmt/format.h>
 
 #include "runtime/buffer_instances.hpp"
+#include "runtime/check.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/cpu_compute.hpp"
 #include "runtime/inputs.hpp"
 #include "runtime/layouts.hpp"
+#include "runtime/pattern_index.hpp"
 #include "runtime/tensor_store.hpp"
 #include "runtime/world.hpp"
 #include "sim/config/config_store.hpp"
@@ -50,7 +52,34 @@ struct Prepared {
   std::unique_ptr<Layouts> layouts;
   std::unique_ptr<TensorStore> store;
   std::unique_ptr<CpuCompute> compute;
+  std::optional<CheckProblem> check;  // with --check
 };
+
+// What --check compares: the attention of the Schedule's one layer, on the same seed.
+CheckProblem check_problem(const LaunchOptions& o, const Prepared& p) {
+  if (p.e.scope != Scope::attention_fwd && p.e.scope != Scope::attention_fwd_bwd)
+    throw ConfigError(o.schedule + ": --check compares attention outputs and gradients: export the Schedule with scope "
+                                   "attention_fwd or attention_fwd_bwd (layer and step scopes run for timing only)");
+  CheckProblem c;
+  c.batch = p.e.workload.batch, c.seq_len = p.e.workload.seq_len;
+  c.heads = p.e.model.heads, c.kv_heads = p.e.model.kv_heads, c.head_dim = p.e.model.head_dim;
+  c.causal = pattern_causal(p.e);
+  c.seed = o.seed;
+  c.backward = false;
+  int layer = -1;
+  bool pattern = false;
+  for (const auto& op : p.s.ops) {
+    c.backward |= op.kind == schedule::OpKind::attn_bwd;
+    if (const schedule::Attention* a = p.s.attention_of(op)) {
+      pattern |= a->index == schedule::IndexSource::pattern;
+      if (layer >= 0 && op.layer != layer)
+        throw ConfigError(o.schedule + ": --check compares one layer's attention; this Schedule has several");
+      layer = op.layer;
+    }
+  }
+  if (pattern) c.index = pattern_index(p.e, layer);
+  return c;
+}
 
 void prepare(const LaunchOptions& o, const World& world, Prepared& p) {
   if (o.backend == "cuda")
@@ -72,6 +101,31 @@ void prepare(const LaunchOptions& o, const World& world, Prepared& p) {
   p.store = std::make_unique<TensorStore>(p.s, world.rank(), p.instances->layers());
   p.compute = std::make_unique<CpuCompute>(p.s, p.e, *p.instances, *p.store);
   p.compute->prepare();
+  if (o.check) p.check = check_problem(o, p);
+}
+
+// The --check pass (untimed): every rank's outputs to rank 0, compared there.
+// Returns true on every rank when the error is within the bound.
+bool run_check(const LaunchOptions& o, const Prepared& p, CpuBackend& backend, const World& world) {
+  backend.run_once();
+  const auto mine = pack(read_outputs(p.s, *p.layouts, *p.instances, *p.store));
+  const auto all = world.gather(mine);
+  std::string verdict;
+  if (world.rank() == 0) {
+    std::vector<OutputSlice> slices;
+    for (const auto& bytes : all)
+      for (auto& x : unpack_outputs(bytes)) slices.push_back(std::move(x));
+    const CheckReport r = check_attention(*p.check, slices, o.check_bound);
+    std::printf("check against the single-process reference (seed %llu, bound %.1e on max |got-ref| / max |ref|):\n",
+                static_cast<unsigned long long>(o.seed), o.check_bound);
+    std::printf("  %-4s %12s %12s %12s  %s\n", "", "elements", "max |ref|", "max rel err", "");
+    for (const auto& t : r.tensors)
+      std::printf("  %-4s %12lld %12.4g %12.3e  %s\n", t.name.c_str(), static_cast<long long>(t.elements), t.max_ref,
+                  t.max_rel_error, t.max_rel_error <= r.bound ? "ok" : "ABOVE THE BOUND");
+    verdict = r.passed() ? "pass" : "fail";
+    std::fflush(stdout);
+  }
+  return world.broadcast(verdict) == "pass";
 }
 
 // Rank 0 prints the first rank's error (every rank returns 2); collective.
@@ -107,6 +161,10 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
     seed_inputs(p.s, *p.layouts, *p.store, o.seed);
     CpuBackend backend(p.s, *p.plan, *p.layouts, *p.instances, *p.store, *p.compute, world, o.stall_timeout_s);
     world.barrier();
+    if (o.check && !run_check(o, p, backend, world)) {
+      if (world.rank() == 0) std::fprintf(stderr, "ringmaster-run: --check: an error is above the bound\n");
+      return 1;
+    }
     for (int i = 0; i < o.warmup; ++i) {
       backend.run_once();
       world.barrier();
