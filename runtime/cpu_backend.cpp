@@ -51,6 +51,11 @@ struct CpuBackend::Worker {
       const double t0 = steady_seconds();
       std::exception_ptr error;
       try {
+        if (op == backend.fault_op_) {
+          if (backend.fault_hang_)
+            for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+          throw std::runtime_error("injected fault (--inject-fault)");
+        }
         backend.compute_.run(op);
       } catch (...) {
         error = std::current_exception();
@@ -123,7 +128,7 @@ std::vector<OpTime> CpuBackend::run_once() {
       continue;
     }
     if (now - last > stall_timeout_s_)
-      throw StallError("rank " + std::to_string(me_) + ": no progress for " + std::to_string(int(stall_timeout_s_)) +
+      throw StallError("no progress for " + std::to_string(int(stall_timeout_s_)) +
                        " s; " + waiting());
     std::unique_lock lock(done_mutex_);
     done_cv_.wait_for(lock, std::chrono::microseconds(in_flight_.empty() ? 2000 : 20),
@@ -163,7 +168,7 @@ bool CpuBackend::drain_workers() {
       try {
         std::rethrow_exception(failure_);
       } catch (const std::exception& e) {
-        throw std::runtime_error("rank " + std::to_string(me_) + ": " + schedule::describe(s_, op) + " failed: " + e.what());
+        throw std::runtime_error(schedule::describe(s_, op) + " failed: " + e.what());
       }
     }
     done.swap(done_);
@@ -177,7 +182,7 @@ bool CpuBackend::poll_mpi() {
   for (size_t i = 0; i < in_flight_.size();) {
     int flag = 0;
     if (MPI_Test(&in_flight_[i]->request, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      throw std::runtime_error("rank " + std::to_string(me_) + ": " + schedule::describe(s_, in_flight_[i]->op) +
+      throw std::runtime_error(schedule::describe(s_, in_flight_[i]->op) +
                                ": the MPI transfer failed");
     if (!flag) {
       ++i;
@@ -294,7 +299,7 @@ void CpuBackend::start_p2p(OpId op, OpId partner) {
     auto dst = buffer(mine, acc.writes.at(0));
     rc = MPI_Irecv(dst.data(), int(o.bytes), MPI_BYTE, o.peer, int(other % tag_ub_), MPI_COMM_WORLD, &f->request);
   }
-  if (rc != MPI_SUCCESS) throw std::runtime_error("rank " + std::to_string(me_) + ": " + schedule::describe(s_, mine) + ": MPI refused the transfer");
+  if (rc != MPI_SUCCESS) throw std::runtime_error(schedule::describe(s_, mine) + ": MPI refused the transfer");
   in_flight_.push_back(std::move(f));
 }
 
@@ -404,7 +409,7 @@ void CpuBackend::issue_collective(int64_t call) {
     default:
       throw schedule::ScheduleError(schedule::describe(s_, mine) + ": not a collective");
   }
-  if (rc != MPI_SUCCESS) throw std::runtime_error("rank " + std::to_string(me_) + ": " + schedule::describe(s_, mine) + ": MPI refused the collective");
+  if (rc != MPI_SUCCESS) throw std::runtime_error(schedule::describe(s_, mine) + ": MPI refused the collective");
   in_flight_.push_back(std::move(f));
 }
 

@@ -57,6 +57,10 @@ class CpuBackend final : public schedule::RunBackend {
   // start and end of each of its ops. Throws the first failure, naming the op.
   std::vector<OpTime> run_once();
 
+  // Testing aid (--inject-fault): op `op` of this rank throws (hang false) or never
+  // returns (hang true) when it runs, as a failing kernel or a stuck device would.
+  void inject_fault(schedule::OpId op, bool hang) { fault_op_ = op, fault_hang_ = hang; }
+
   void post(schedule::OpId op) override;
   void start_compute(schedule::OpId op) override;
   void start_p2p(schedule::OpId op, schedule::OpId partner) override;
@@ -109,6 +113,8 @@ class CpuBackend final : public schedule::RunBackend {
   std::vector<OpTime> done_;
   std::exception_ptr failure_;
   schedule::OpId failed_op_ = -1;
+  schedule::OpId fault_op_ = -1;
+  bool fault_hang_ = false;
 };
 
 }  // namespace rm::runtime

@@ -53,7 +53,29 @@ struct Prepared {
   std::unique_ptr<TensorStore> store;
   std::unique_ptr<CpuCompute> compute;
   std::optional<CheckProblem> check;  // with --check
+  struct Fault {
+    int rank = 0;
+    schedule::OpId op = 0;
+    bool hang = false;
+  };
+  std::optional<Fault> fault;
 };
+
+Prepared::Fault parse_fault(const std::string& text, const schedule::Schedule& s) {
+  Prepared::Fault f;
+  char kind[8] = {0};
+  long long op = -1;
+  if (std::sscanf(text.c_str(), "%d:%lld:%7s", &f.rank, &op, kind) != 3 ||
+      (std::string(kind) != "fail" && std::string(kind) != "hang"))
+    throw ConfigError("--inject-fault " + text + ": expected RANK:OP:fail or RANK:OP:hang");
+  if (op < 0 || size_t(op) >= s.ops.size() || s.ops[size_t(op)].rank != f.rank ||
+      !schedule::is_compute(s.ops[size_t(op)].kind))
+    throw ConfigError("--inject-fault " + text + ": op " + std::to_string(op) + " is not a compute op of rank " +
+                      std::to_string(f.rank));
+  f.op = op;
+  f.hang = std::string(kind) == "hang";
+  return f;
+}
 
 // What --check compares: the attention of the Schedule's one layer, on the same seed.
 CheckProblem check_problem(const LaunchOptions& o, const Prepared& p) {
@@ -93,15 +115,19 @@ void prepare(const LaunchOptions& o, const World& world, Prepared& p) {
   p.instances = std::make_unique<BufferInstances>(p.s);
   p.layouts = std::make_unique<Layouts>(p.s, p.plan->match, p.e.workload.batch, p.e.model.head_dim);
   const int64_t need = memory_needed(p.s, world.rank(), p.instances->layers());
-  const int64_t have = available_bytes(world.local_size());
+  const int64_t have = o.max_memory_GB > 0 ? int64_t(o.max_memory_GB * 1e9) : available_bytes(world.local_size());
   if (need > have)
-    throw ConfigError(fmt::format("{}: rank {} needs {:.2f} GB for its buffers; this machine has {:.2f} GB available per rank "
-                                  "({} ranks on it)",
-                                  o.schedule, world.rank(), gb(need), gb(have), world.local_size()));
+    throw ConfigError(fmt::format("{}: rank {} needs {:.2f} GB for its buffers; {} {:.2f} GB",
+                                  o.schedule, world.rank(), gb(need),
+                                  o.max_memory_GB > 0 ? "--max-memory allows"
+                                                      : fmt::format("this machine has available per rank ({} ranks on it):",
+                                                                    world.local_size()),
+                                  gb(have)));
   p.store = std::make_unique<TensorStore>(p.s, world.rank(), p.instances->layers());
   p.compute = std::make_unique<CpuCompute>(p.s, p.e, *p.instances, *p.store);
   p.compute->prepare();
   if (o.check) p.check = check_problem(o, p);
+  if (!o.inject_fault.empty()) p.fault = parse_fault(o.inject_fault, p.s);
 }
 
 // The --check pass (untimed): every rank's outputs to rank 0, compared there.
@@ -160,6 +186,7 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
     world.make_group_comms(p.s);
     seed_inputs(p.s, *p.layouts, *p.store, o.seed);
     CpuBackend backend(p.s, *p.plan, *p.layouts, *p.instances, *p.store, *p.compute, world, o.stall_timeout_s);
+    if (p.fault && p.fault->rank == world.rank()) backend.inject_fault(p.fault->op, p.fault->hang);
     world.barrier();
     if (o.check && !run_check(o, p, backend, world)) {
       if (world.rank() == 0) std::fprintf(stderr, "ringmaster-run: --check: an error is above the bound\n");

@@ -22,6 +22,8 @@ struct LaunchOptions {
   double stall_timeout_s = 20.0;
   int emulate_ranks = 0;
   bool json = false;
+  double max_memory_GB = 0;  // 0: what the machine has available, shared by its ranks
+  std::string inject_fault;  // "RANK:OP:fail" or "RANK:OP:hang" (tests)
 };
 
 // Returns the process exit code (docs/runtime.md); MPI is initialised and finalised here.

@@ -35,6 +35,11 @@ int main(int argc, char** argv) {
   app.add_option("--emulate-ranks", o.emulate_ranks,
                  "cuda: run every rank of the Schedule in this one process (device copies instead of NCCL)");
   app.add_flag("--json", o.json, "Print the summary as JSON");
+  app.add_option("--max-memory", o.max_memory_GB,
+                 "GB one rank may allocate (default: the machine's available memory shared by its ranks)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--inject-fault", o.inject_fault,
+                 "Testing aid: RANK:OP:fail makes that op throw, RANK:OP:hang makes it never return");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
