@@ -1,0 +1,242 @@
+// ringmaster-run end to end: Schedules exported by the real CLI, run under
+// mpirun with 2 and 4 processes on the cpu backend. Every attention kind the
+// generators make must pass --check (forward and backward against the
+// single-process reference); bad input is refused on every rank with one line;
+// a rank that fails, hangs or is killed ends the whole run within 30 s, named.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run_cli.hpp"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Shell {
+  int exit_code = -1;
+  std::string out, err;
+  double seconds = 0;
+};
+
+// Runs `cmd` in a shell; stdout and stderr captured apart.
+Shell sh(const std::string& cmd) {
+  static int counter = 0;
+  const std::string errfile = "/tmp/rm_run_err_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  Shell r;
+  const auto t0 = std::chrono::steady_clock::now();
+  FILE* p = ::popen((cmd + " 2>" + errfile).c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = rm::test::slurp(errfile);
+  std::remove(errfile.c_str());
+  return r;
+}
+
+const std::string kMpirun = std::string(RINGMASTER_MPIRUN) + " --allow-run-as-root --oversubscribe";
+
+// A 2-layer GQA model small enough for CPU runs (head_dim 64: the kernels' smallest), on a
+// 2 x 2 cluster so hierarchical rings have 2-rank nodes. The GPU model only picks
+// the cost tables the export needs; the runtime ignores it.
+const char* kTiny = R"({"name": "runtime-test",
+ "cluster": {"name": "cpu-test", "gpu": {"model": "A100-SXM4-80GB", "memory_GB": 80, "peak_tflops_bf16": 312, "hbm_bandwidth_GBps": 2039},
+             "nodes": 2, "gpus_per_node": 2, "intra_node": {"kind": "nvswitch", "bandwidth_GBps": 5, "latency_us": 2.0},
+             "pcie": {"bandwidth_GBps": 5, "latency_us": 1.0}, "nics_per_node": 2,
+             "nic": {"bandwidth_Gbps": 40, "latency_us": 2.0}, "fabric": {"kind": "single_switch", "switch_latency_us": 0.5},
+             "cost": {"gemm_efficiency": 0.5, "elementwise_efficiency": 0.5, "kernel_launch_us": 1.0,
+                      "link_efficiency": {"nvlink": 0.8, "pcie": 0.8, "network": 0.8}}},
+ "model": {"name": "tiny", "layers": 2, "hidden": 256, "heads": 4, "kv_heads": 2, "head_dim": 64,
+           "intermediate": 512, "vocab": 1000, "tied_embeddings": true},
+ "workload": {"seq_len": 2048, "batch": 1, "pattern": "dense-causal"},
+ "parallel": {"dp": 1, "hp": 1, "cp": 2, "partition": "zigzag", "ring": "ring", "placement": "head_first",
+              "checkpoint": "full", "shuffle": "once", "grad_comm_dtype": "fp32", "ring_order": "rank"},
+ "kernel": {"attention": "fa2"}, "scope": "attention_fwd_bwd"})";
+
+// A static vertical-slash pattern with small budgets (8 heads = 2 layers x 4).
+const char* kStaticVs = R"({"name": "tiny-static-vs", "kind": "vertical_slash", "dynamic": false, "sink_tokens": 16,
+ "local_diagonals": 64, "vertical_positions": "uniform", "slash_offsets": "log_uniform",
+ "budgets": [{"vertical": 96, "slash": 160, "heads": 8}]})";
+
+class RuntimeRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::filesystem::path(rm::test::temp_dir("ringmaster_runtime_run"));
+    std::ofstream(*dir_ / "tiny.json") << kTiny;
+    std::ofstream(*dir_ / "tiny-static-vs.json") << kStaticVs;
+  }
+  static std::string dir() { return dir_->string(); }
+  // Exports the experiment with `sets` (" --set k=v ..."); returns the Schedule path.
+  static std::string schedule(const std::string& name, const std::string& sets) {
+    const std::string path = dir() + "/" + name + ".json.gz";
+    const Shell r = sh("cd '" + dir() + "' && '" RINGMASTER_BIN "' schedule tiny.json " + sets + " -o '" + path + "'");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return path;
+  }
+  static Shell run(int np, const std::string& args, int timeout_s = 120) {
+    return sh("cd '" + dir() + "' && timeout " + std::to_string(timeout_s) + " " + kMpirun + " -np " +
+              std::to_string(np) + " '" RINGMASTER_RUN_BIN "' " + args);
+  }
+  static nlohmann::json load(const std::string& path) { return nlohmann::json::parse(sh("zcat -f '" + path + "'").out); }
+
+ private:
+  static inline std::filesystem::path* dir_ = nullptr;
+};
+
+struct Kind {
+  const char* name;
+  const char* generator;  // what the export must have built (docs/generators.md)
+  const char* sets;
+};
+
+const Kind kKinds[] = {
+    {"ring_contiguous", "contiguous-ring", "--set parallel.partition=contiguous"},
+    {"ring_zigzag", "zigzag-ring", ""},
+    {"ring_stripe", "stripe-ring", "--set parallel.partition=stripe"},
+    {"ring_balanced", "balanced-ring", "--set parallel.partition=balanced"},
+    {"stripe_per_call_shuffle", "stripe-ring", "--set parallel.partition=stripe --set parallel.shuffle=per_call --set parallel.cp=4"},
+    {"hierarchical_2rank_nodes", "zigzag-hierarchical", "--set parallel.cp=4 --set parallel.ring=hierarchical"},
+    {"double_ring_w2", "zigzag-double_ring", "--set parallel.cp=4 --set parallel.ring=double_ring --set parallel.window=2"},
+    {"two_d_hp2_double_ring", "2d-stripe-double_ring", "--set parallel.hp=2 --set parallel.ring=double_ring --set parallel.partition=stripe "
+                              "--set parallel.shuffle=per_call"},
+    {"ulysses_hp2", "ulysses", "--set parallel.hp=2 --set parallel.cp=1"},
+    {"sparse_vs_zigzag", "zigzag-ring", "--set workload.pattern=tiny-static-vs.json --set kernel.attention=block_sparse "
+                         "--set workload.seq_len=4096"},
+    {"sparse_vs_stripe_hierarchical", "stripe-hierarchical", "--set workload.pattern=tiny-static-vs.json --set kernel.attention=block_sparse "
+                                      "--set workload.seq_len=4096 --set parallel.partition=stripe --set parallel.cp=4 "
+                                      "--set parallel.ring=hierarchical"},
+    {"forward_only", "zigzag-ring", "--set scope=attention_fwd"},
+};
+
+class AttentionKinds : public RuntimeRun, public ::testing::WithParamInterface<Kind> {};
+
+TEST_P(AttentionKinds, PassesCheckForwardAndBackward) {
+  const Kind k = GetParam();
+  const std::string s = schedule(k.name, k.sets);
+  const nlohmann::json j = load(s);
+  ASSERT_EQ(j["generator"], k.generator);
+  const int np = int(j["ranks"].size());
+  const Shell r = run(np, "--schedule '" + s + "' --check --warmup 0 --iters 2");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("check against the single-process reference"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("ABOVE THE BOUND")));
+  const bool backward = std::string(k.name) != "forward_only";
+  for (const char* t : {"O ", "LSE "}) EXPECT_THAT(r.out, HasSubstr(std::string("  ") + t)) << t;
+  for (const char* t : {"dQ ", "dK ", "dV "})
+    EXPECT_EQ(r.out.find(std::string("  ") + t) != std::string::npos, backward) << t;
+  EXPECT_THAT(r.out, HasSubstr(std::to_string(np) + " ranks, 2 iterations"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtime, AttentionKinds, ::testing::ValuesIn(kKinds),
+                         [](const auto& p) { return std::string(p.param.name); });
+
+TEST_F(RuntimeRun, CheckFailsAboveItsBound) {
+  const std::string s = schedule("bound", "");
+  const Shell r = run(2, "--schedule '" + s + "' --check --check-bound 1e-9 --iters 1");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ABOVE THE BOUND"));
+  EXPECT_THAT(r.err, HasSubstr("--check: an error is above the bound"));
+}
+
+TEST_F(RuntimeRun, LayerScopeWithDenseParts) {
+  const std::string s = schedule("layer", "--set scope=layer");
+  const Shell r = run(2, "--schedule '" + s + "' --iters 1 --warmup 0");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("2 ranks, 1 iterations"));
+}
+
+// Bad input: one line from rank 0, exit 2 on every rank, nothing computed.
+void expect_refused(const Shell& r, const std::string& what) {
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("ringmaster-run: error: "));
+  EXPECT_THAT(r.err, HasSubstr(what));
+  size_t lines = 0;
+  for (size_t at = 0; (at = r.err.find("ringmaster-run: error:", at)) != std::string::npos; ++at) ++lines;
+  EXPECT_EQ(lines, 1u) << r.err;
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("iterations")));
+}
+
+TEST_F(RuntimeRun, RefusesAMissingFile) {
+  expect_refused(run(2, "--schedule nowhere.json"), "nowhere.json");
+}
+
+TEST_F(RuntimeRun, RefusesARankCountMismatch) {
+  const std::string s = schedule("np", "");
+  expect_refused(run(3, "--schedule '" + s + "'"), "the Schedule has 2 ranks but 3 processes were started");
+}
+
+TEST_F(RuntimeRun, RefusesAnotherScheduleVersion) {
+  const std::string s = schedule("v", "");
+  const std::string v3 = dir() + "/v3.json";
+  sh("zcat '" + s + "' | sed 's/\"version\": *2/\"version\": 3/' > '" + v3 + "'");
+  expect_refused(run(2, "--schedule '" + v3 + "'"), "version");
+}
+
+TEST_F(RuntimeRun, RefusesBuffersThatDoNotFit) {
+  const std::string s = schedule("mem", "");
+  expect_refused(run(2, "--schedule '" + s + "' --max-memory 0.001"), "GB for its buffers");
+}
+
+TEST_F(RuntimeRun, RefusesCheckOnAScopeItCannotCompare) {
+  const std::string s = schedule("step", "--set scope=step");
+  expect_refused(run(2, "--schedule '" + s + "' --check"), "--check compares");
+}
+
+TEST_F(RuntimeRun, RefusesABadFaultSpec) {
+  const std::string s = schedule("fault-spec", "");
+  expect_refused(run(2, "--schedule '" + s + "' --inject-fault 1:0:explode"), "--inject-fault");
+}
+
+// Faults: every rank ends, non-zero, within 30 s, and the output names the rank.
+TEST_F(RuntimeRun, AFailingOpEndsEveryRank) {
+  const std::string s = schedule("fail", "");
+  const Shell r = run(2, "--schedule '" + s + "' --iters 3 --inject-fault 1:5:fail", 60);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << "timed out";
+  EXPECT_LT(r.seconds, 30.0);
+  EXPECT_THAT(r.err, HasSubstr("rank 1: op 5 (rank 1"));
+  EXPECT_THAT(r.err, HasSubstr("injected fault"));
+}
+
+TEST_F(RuntimeRun, AHangingRankIsNamedByTheOthers) {
+  const std::string s = schedule("hang", "");
+  const Shell r = run(2, "--schedule '" + s + "' --iters 3 --stall-timeout 5 --inject-fault 1:5:hang", 60);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << "timed out";
+  EXPECT_LT(r.seconds, 30.0);
+  EXPECT_THAT(r.err, HasSubstr("rank 0: no progress for 5 s"));
+  EXPECT_THAT(r.err, HasSubstr("(peer rank 1)"));
+}
+
+TEST_F(RuntimeRun, AKilledRankEndsTheRun) {
+  const std::string s = schedule("kill", "");
+  // mpirun forks the ranks itself: kill one of its children mid-run.
+  const std::string script = dir() + "/kill.sh";
+  std::ofstream(script) << "cd '" << dir() << "'\n"
+                        << kMpirun << " -np 2 '" RINGMASTER_RUN_BIN "' --schedule '" << s << "' --iters 100000 --warmup 0 &\n"
+                        << "MP=$!; sleep 3; kill -9 $(pgrep -P $MP | head -1)\n"
+                        << "start=$(date +%s); wait $MP; rc=$?; end=$(date +%s)\n"
+                        << "echo \"rc=$rc after=$((end - start))\"\n";
+  const Shell r = sh("timeout 90 bash '" + script + "'");
+  ASSERT_THAT(r.out, HasSubstr("rc=")) << r.out << r.err;
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("rc=0 "))) << r.out;
+  const double after = std::stod(r.out.substr(r.out.find("after=") + 6));
+  EXPECT_LT(after, 30.0) << r.out;
+  EXPECT_THAT(r.err, ::testing::ContainsRegex("rank [01]")) << r.err;
+}
+
+}  // namespace
