@@ -4,7 +4,8 @@
 // so a header that crosses the table fails here even when nothing links it.
 // Also: traces/ and kernels/ use nothing of ours, sim/ never uses tools/ or
 // kernels/, and ringmaster_schedule (what the runtime links) stays free of
-// Boost and SimGrid.
+// Boost and SimGrid. runtime/ uses ringmaster_schedule, ringmaster_sparsity (a
+// static pattern's indices), kernels/ and traces/ — never the engines.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -95,6 +96,11 @@ std::vector<std::string> violations(const Links& links, const std::vector<Source
       allowed = {"traces"};
     } else if (top == "kernels") {
       allowed = {"kernels"};
+    } else if (top == "runtime") {
+      sim = true;  // its sim/ includes resolve to folders, like sim's own
+      allowed = closure(links, "schedule");
+      for (const auto& part : closure(links, "sparsity")) allowed.insert(part);
+      allowed.insert({"kernels", "traces", "runtime"});
     } else {
       continue;
     }
@@ -103,7 +109,10 @@ std::vector<std::string> violations(const Links& links, const std::vector<Source
       if (!ok) out.push_back(f.path + ": includes " + part);
     }
     const bool heavy_free = sim && (allowed.count("topology") == 0 && allowed.count("engine") == 0);
-    if (heavy_free && (f.text.find("#include <boost/") != std::string::npos ||
+    if (top == "runtime" && (f.text.find("#include <simgrid/") != std::string::npos ||
+                             f.text.find("#include <boost/") != std::string::npos))
+      out.push_back(f.path + ": includes Boost or SimGrid");
+    if (top != "runtime" && heavy_free && (f.text.find("#include <boost/") != std::string::npos ||
                        f.text.find("#include <simgrid/") != std::string::npos))
       out.push_back(f.path + ": includes Boost or SimGrid");
   }
@@ -112,7 +121,7 @@ std::vector<std::string> violations(const Links& links, const std::vector<Source
 
 std::vector<Source> project_sources(const fs::path& root) {
   std::vector<Source> out;
-  for (const char* part : {"sim", "traces", "kernels"})
+  for (const char* part : {"sim", "traces", "kernels", "runtime"})
     for (const auto& e : fs::recursive_directory_iterator(root / part)) {
       const std::string ext = e.path().extension().string();
       if (!e.is_regular_file() || (ext != ".cpp" && ext != ".hpp" && ext != ".cu" && ext != ".cuh")) continue;
@@ -163,11 +172,14 @@ TEST(Layering, TheCheckerCatchesEachKindOfViolation) {
       {"sim/config/d.cpp", "#include \"tools/cli/x.hpp\"\n"},                                    // tools
       {"kernels/e.cpp", "#include \"traces/timeline.hpp\"\n"},                                   // kernels
       {"traces/f.cpp", "#include \"traces/g.hpp\"\n"},                                           // ok
+      {"runtime/g.cpp", "#include \"sim/schedule/s.hpp\"\n#include \"kernels/k.hpp\"\n"},             // ok
+      {"runtime/h.cpp", "#include \"sim/engine/e.hpp\"\n"},                                     // the engines
   };
   const auto bad = violations(links, files);
   EXPECT_EQ(bad, (std::vector<std::string>{"sim/schedule/b.cpp: includes topology",
                                            "sim/schedule/c.cpp: includes Boost or SimGrid",
-                                           "sim/config/d.cpp: includes tools", "kernels/e.cpp: includes traces"}));
+                                           "sim/config/d.cpp: includes tools", "kernels/e.cpp: includes traces",
+                                           "runtime/h.cpp: includes engine"}));
 }
 
 }  // namespace
