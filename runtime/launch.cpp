@@ -1,5 +1,6 @@
 #include "runtime/launch.hpp"
 
+#include <cblas.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -171,6 +172,9 @@ int refuse_together(const World& world, const std::string& error) {
 
 int launch(const LaunchOptions& o, int* argc, char*** argv) {
   World world(argc, argv);
+  // The ranks on this machine share its cores: OpenBLAS would otherwise start a thread per core in each.
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  openblas_set_num_threads(int(std::max(1L, cores / std::max(1, world.local_size()))));
   Prepared p;
   std::string error;
   try {
