@@ -35,8 +35,8 @@ struct Options {
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
-               "bench_cpu_rates: %s\nusage: bench_cpu_rates [--model NAME] [--cores N] [--heads N] [--kv-heads N] [--head-dim 64|128]"
-               " [--tokens a,b,...] [--reps N]\n",
+               "bench_cpu_rates: %s\nusage: bench_cpu_rates [--model NAME] [--cores N] [--heads N] [--kv-heads N]"
+               " [--head-dim 64|128] [--tokens a,b,...] [--reps N]\n",
                why);
   std::exit(2);
 }
@@ -63,7 +63,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--tokens") {
       o.tokens.clear();
       std::stringstream ss(v);
-      for (std::string t; std::getline(ss, t, ',');) o.tokens.push_back(positive(t.c_str(), "--tokens: expected a,b,..."));
+      for (std::string t; std::getline(ss, t, ',');)
+        o.tokens.push_back(positive(t.c_str(), "--tokens: expected a,b,..."));
       if (!std::is_sorted(o.tokens.begin(), o.tokens.end()) ||
           std::adjacent_find(o.tokens.begin(), o.tokens.end()) != o.tokens.end())
         usage("--tokens: expected strictly increasing counts");
@@ -170,8 +171,8 @@ int main(int argc, char** argv) try {
   std::string wall;
   const std::string ff = curve(o, false, false, wall), fc = curve(o, true, false, wall);
   const std::string bf = curve(o, false, true, wall), bc = curve(o, true, true, wall);
-  std::printf("{\"models\": [\"%s\"], \"source\": \"bench_cpu_rates --cores %d, kernels/cpu, %d/%d heads x %d, best of %d"
-              " by CPU time\",\n",
+  std::printf("{\"models\": [\"%s\"], \"source\": \"bench_cpu_rates --cores %d, kernels/cpu, %d/%d heads x %d,"
+              " best of %d by CPU time\",\n",
               o.model.c_str(), o.cores, o.heads, o.kv_heads, o.head_dim, o.reps);
   std::printf(" \"fwd_tflops\": {\"full\": %s,\n                \"causal\": %s},\n", ff.c_str(), fc.c_str());
   std::printf(" \"bwd_tflops\": {\"full\": %s,\n                \"causal\": %s}}\n", bf.c_str(), bc.c_str());
