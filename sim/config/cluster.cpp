@@ -28,7 +28,7 @@ Cluster parse_cluster(const JsonReader& r) {
     auto g = r.object("gpu");
     c.gpu.model = g.str("model");
     c.gpu.memory_GB = g.number("memory_GB", 1, 1e5);
-    c.gpu.peak_tflops_bf16 = g.number("peak_tflops_bf16", 1, 1e6);
+    c.gpu.peak_tflops_bf16 = g.number("peak_tflops_bf16", 1e-3, 1e6);  // CPU "GPUs" (the runtime's cpu backend) reach ~0.2
     c.gpu.hbm_bandwidth_GBps = g.number("hbm_bandwidth_GBps", 1, 1e6);
     c.gpu.context_GB = g.number_or("context_GB", 0, 1e5, c.gpu.context_GB);
     c.gpu.fragmentation = g.number_or("fragmentation", 0, 10, c.gpu.fragmentation);
