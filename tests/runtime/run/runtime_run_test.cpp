@@ -60,24 +60,17 @@ const char* kTiny = R"({"name": "runtime-test",
              "nic": {"bandwidth_Gbps": 40, "latency_us": 2.0}, "fabric": {"kind": "single_switch", "switch_latency_us": 0.5},
              "cost": {"gemm_efficiency": 0.5, "elementwise_efficiency": 0.5, "kernel_launch_us": 1.0,
                       "link_efficiency": {"nvlink": 0.8, "pcie": 0.8, "network": 0.8}}},
- "model": {"name": "tiny", "layers": 2, "hidden": 256, "heads": 4, "kv_heads": 2, "head_dim": 64,
-           "intermediate": 512, "vocab": 1000, "tied_embeddings": true},
+ "model": "tiny-gqa-2l",
  "workload": {"seq_len": 2048, "batch": 1, "pattern": "dense-causal"},
  "parallel": {"dp": 1, "hp": 1, "cp": 2, "partition": "zigzag", "ring": "ring", "placement": "head_first",
               "checkpoint": "full", "shuffle": "once", "grad_comm_dtype": "fp32", "ring_order": "rank"},
  "kernel": {"attention": "fa2"}, "scope": "attention_fwd_bwd"})";
-
-// A static vertical-slash pattern with small budgets (8 heads = 2 layers x 4).
-const char* kStaticVs = R"({"name": "tiny-static-vs", "kind": "vertical_slash", "dynamic": false, "sink_tokens": 16,
- "local_diagonals": 64, "vertical_positions": "uniform", "slash_offsets": "log_uniform",
- "budgets": [{"vertical": 96, "slash": 160, "heads": 8}]})";
 
 class RuntimeRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::filesystem::path(rm::test::temp_dir("ringmaster_runtime_run"));
     std::ofstream(*dir_ / "tiny.json") << kTiny;
-    std::ofstream(*dir_ / "tiny-static-vs.json") << kStaticVs;
   }
   static std::string dir() { return dir_->string(); }
   // Exports the experiment with `sets` (" --set k=v ..."); returns the Schedule path.
@@ -114,9 +107,9 @@ const Kind kKinds[] = {
     {"two_d_hp2_double_ring", "2d-stripe-double_ring", "--set parallel.hp=2 --set parallel.ring=double_ring --set parallel.partition=stripe "
                               "--set parallel.shuffle=per_call"},
     {"ulysses_hp2", "ulysses", "--set parallel.hp=2 --set parallel.cp=1"},
-    {"sparse_vs_zigzag", "zigzag-ring", "--set workload.pattern=tiny-static-vs.json --set kernel.attention=block_sparse "
+    {"sparse_vs_zigzag", "zigzag-ring", "--set workload.pattern=tiny-static-vs --set kernel.attention=block_sparse "
                          "--set workload.seq_len=4096"},
-    {"sparse_vs_stripe_hierarchical", "stripe-hierarchical", "--set workload.pattern=tiny-static-vs.json --set kernel.attention=block_sparse "
+    {"sparse_vs_stripe_hierarchical", "stripe-hierarchical", "--set workload.pattern=tiny-static-vs --set kernel.attention=block_sparse "
                                       "--set workload.seq_len=4096 --set parallel.partition=stripe --set parallel.cp=4 "
                                       "--set parallel.ring=hierarchical"},
     {"forward_only", "zigzag-ring", "--set scope=attention_fwd"},
