@@ -36,6 +36,11 @@ struct Event {
   int step = -1;         // ring step; -1: not given
   int64_t bytes = 0;     // 0: not given
   double flops = 0.0;    // 0: not given
+  // A measured Timeline's repeated iterations (runtime/measured_timeline.hpp):
+  // times are the medians over `samples` iterations, and spread_s is the max
+  // minus the min of the op's duration over them. 0 / 0: not a repeated measurement.
+  int samples = 0;
+  double spread_s = 0.0;
 
   double duration_s() const { return end_s - start_s; }
   bool operator==(const Event&) const = default;
