@@ -104,7 +104,7 @@ struct Timeline {
 // (seconds -> microseconds -> seconds costs a few ulps).
 inline constexpr double kTimeRoundTripRelTol = 1e-14;
 
-// Equal up to kTimeRoundTripRelTol on times (absolute floor 1e-18 s), exactly
+// Equal up to kTimeRoundTripRelTol on times and spreads (absolute floor 1e-18 s), exactly
 // elsewhere (edges too, in order); events compared in canonical order.
 bool approx_equal(const Timeline& a, const Timeline& b);
 
