@@ -52,6 +52,10 @@ void append_event(std::string& out, const Event& e, size_t index) {
   if (!std::isfinite(e.start_s) || !std::isfinite(e.end_s) || e.end_s < e.start_s)
     throw TraceError(fmt::format("event {} (op {}, rank {}): times must be finite with end >= start, got [{}, {}]",
                                  index, e.op, e.rank, e.start_s, e.end_s));
+  if (e.samples < 0 || !std::isfinite(e.spread_s) || e.spread_s < 0 || (e.samples == 0 && e.spread_s != 0))
+    throw TraceError(fmt::format("event {} (op {}, rank {}): samples must be >= 0 and spread_s finite, >= 0 and 0 "
+                                 "without samples, got samples {} spread_s {}",
+                                 index, e.op, e.rank, e.samples, e.spread_s));
   double ts = e.start_s * 1e6;
   double dur = e.end_s * 1e6 - ts;  // reader takes end = (ts + dur) / 1e6
   out += "{\"ph\":\"X\",\"name\":";
@@ -71,6 +75,10 @@ void append_event(std::string& out, const Event& e, size_t index) {
   if (e.step >= 0) field("step"), fmt::format_to(std::back_inserter(out), "{}", e.step);
   if (e.bytes != 0) field("bytes"), fmt::format_to(std::back_inserter(out), "{}", e.bytes);
   if (e.flops != 0) field("flops"), fmt::format_to(std::back_inserter(out), "{}", e.flops);
+  if (e.samples > 0) {  // a repeated measurement (predicted Timelines never are: their bytes do not change)
+    field("samples"), fmt::format_to(std::back_inserter(out), "{}", e.samples);
+    field("spread_us"), fmt::format_to(std::back_inserter(out), "{}", e.spread_s * 1e6);
+  }
   out += "}},\n";
 }
 
@@ -261,6 +269,12 @@ Timeline from_chrome_json(std::string_view text, const std::string& name) {
       e.step = arg_or<int>(*a, "step", -1, i, name);
       e.bytes = arg_or<int64_t>(*a, "bytes", 0, i, name);
       e.flops = arg_or<double>(*a, "flops", 0.0, i, name);
+      e.samples = arg_or<int>(*a, "samples", 0, i, name);
+      e.spread_s = arg_or<double>(*a, "spread_us", 0.0, i, name) / 1e6;
+      if (e.samples < 0 || e.spread_s < 0 || (e.samples == 0 && e.spread_s != 0))
+        throw TraceError(fmt::format("{}: traceEvents[{}] (op {}): args.samples and args.spread_us must be >= 0, "
+                                     "spread_us only with samples; got {} and {}",
+                                     name, i, e.op, e.samples, e.spread_s * 1e6));
     }
     t.events.push_back(std::move(e));
   }

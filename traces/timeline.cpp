@@ -25,7 +25,7 @@ bool approx_equal(const Event& a, const Event& b) {
   return a.op == b.op && a.rank == b.rank && a.stream == b.stream && a.name == b.name &&
          a.category == b.category && time_close(a.start_s, b.start_s) && time_close(a.end_s, b.end_s) &&
          a.layer == b.layer && a.phase == b.phase && a.step == b.step && a.bytes == b.bytes &&
-         a.flops == b.flops;
+         a.flops == b.flops && a.samples == b.samples && time_close(a.spread_s, b.spread_s);
 }
 
 std::vector<const Event*> by_start(std::vector<const Event*> v) {

@@ -36,6 +36,11 @@ struct Event {
   int step = -1;         // ring step; -1: not given
   int64_t bytes = 0;     // 0: not given
   double flops = 0.0;    // 0: not given
+  // A measured Timeline's repeated iterations (runtime/measured_timeline.hpp):
+  // times are the medians over `samples` iterations, and spread_s is the max
+  // minus the min of the op's duration over them. 0 / 0: not a repeated measurement.
+  int samples = 0;
+  double spread_s = 0.0;
 
   double duration_s() const { return end_s - start_s; }
   bool operator==(const Event&) const = default;
@@ -99,7 +104,7 @@ struct Timeline {
 // (seconds -> microseconds -> seconds costs a few ulps).
 inline constexpr double kTimeRoundTripRelTol = 1e-14;
 
-// Equal up to kTimeRoundTripRelTol on times (absolute floor 1e-18 s), exactly
+// Equal up to kTimeRoundTripRelTol on times and spreads (absolute floor 1e-18 s), exactly
 // elsewhere (edges too, in order); events compared in canonical order.
 bool approx_equal(const Timeline& a, const Timeline& b);
 

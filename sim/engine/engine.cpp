@@ -34,61 +34,6 @@ traces::Timeline simulate(const schedule::Schedule& s, const schedule::RunPlan& 
   return to_timeline(s, plan, run_simgrid(s, plan, t, m), traces::Source::simgrid, edges);
 }
 
-std::string event_name(const schedule::Op& op) {
-  // Built in a stack buffer: this runs once per op of every simulated Timeline.
-  char buf[64];
-  const std::string_view kind = schedule::to_string(op.kind);
-  char* p = std::copy(kind.begin(), kind.end(), buf);
-  for (auto [tag, value] : {std::pair{'L', op.layer}, std::pair{'s', op.step}})
-    if (value >= 0) {
-      *p++ = ' ';
-      *p++ = tag;
-      p = std::to_chars(p, buf + sizeof buf, value).ptr;
-    }
-  return std::string(buf, p);
-}
-
-std::vector<traces::Edge> timeline_edges(const schedule::Schedule& s, const schedule::RunPlan& plan) {
-  using traces::EdgeKind;
-  const size_t n = s.ops.size();
-  // One pass in id order (the Schedule's ops are large: read them once, in
-  // order); per stream, where its current run [begin, end) and the previous
-  // one [prev, begin) lie among its ops.
-  struct Cursor {
-    int32_t next = 0, prev = 0, begin = 0, end = 0;
-  };
-  std::vector<Cursor> at(plan.streams.size());
-  std::vector<traces::Edge> edges;
-  edges.reserve(n * 3);
-  std::vector<schedule::OpId> seen(n, -1);  // per dep: the last op given an edge from it
-  for (const schedule::Op& op : s.ops) {
-    const auto k = static_cast<size_t>(plan.stream_of[static_cast<size_t>(op.id)]);
-    const auto& ops = plan.streams[k];
-    Cursor& c = at[k];
-    if (c.next == c.end) c.prev = std::exchange(c.begin, c.end), c.end += plan.run_length[static_cast<size_t>(op.id)];
-    ++c.next;
-    for (int32_t j = c.begin; j < c.end; ++j) {
-      const schedule::Op& member = ops[size_t(j)] == op.id ? op : s.ops[static_cast<size_t>(ops[size_t(j)])];
-      for (schedule::OpId d : member.deps)
-        if (d >= 0 && size_t(d) < n && std::exchange(seen[static_cast<size_t>(d)], op.id) != op.id)
-          edges.push_back({d, op.id, EdgeKind::dependency});  // dangling deps: validate reports them
-    }
-    for (int32_t j = c.prev; j < c.begin; ++j) edges.push_back({ops[size_t(j)], op.id, EdgeKind::stream});
-  }
-  for (const schedule::Op& op : s.ops)
-    if (op.kind == schedule::OpKind::send && plan.match.partner[static_cast<size_t>(op.id)] >= 0)
-      edges.push_back({op.id, plan.match.partner[static_cast<size_t>(op.id)], EdgeKind::p2p});
-  for (const auto& call : plan.match.calls) {
-    schedule::OpId hub = -1;
-    for (schedule::OpId m : call) {
-      if (m < 0) continue;
-      if (hub < 0) hub = m;
-      else edges.push_back({hub, m, EdgeKind::collective});
-    }
-  }
-  return edges;
-}
-
 traces::Timeline to_timeline(const schedule::Schedule& s, const OpTimes& times, traces::Source source) {
   return to_timeline(s, schedule::RunPlan(s), times, source);
 }
@@ -128,24 +73,12 @@ traces::Timeline to_timeline(const schedule::Schedule& s, const schedule::RunPla
     for (const Key& key : keys) {
       const schedule::Op& op = s.ops[static_cast<size_t>(key.op)];
       traces::Event& e = tl.events.emplace_back();
-      e.op = op.id;
-      e.rank = op.rank;
-      e.stream = op.stream;
-      e.name = event_name(op);
-      e.category = schedule::to_string(op.kind);
+      schedule::fill_event(op, e);
       e.start_s = key.start;
       e.end_s = key.end;
-      e.layer = op.layer;
-      e.phase = schedule::to_string(op.phase);
-      e.step = op.step;
-      e.bytes = op.bytes;
-      e.flops = op.flops;
     }
   }
-  for (const schedule::Rank& r : s.ranks) {
-    tl.rank_names[r.id] = fmt::format("rank {} (gpu {})", r.id, r.gpu);
-    for (const schedule::Stream& st : r.streams) tl.stream_names[{r.id, st.id}] = st.name;
-  }
+  schedule::name_ranks_and_streams(s, tl);
   tl.edges = edges ? *edges : timeline_edges(s, plan);
   tl.metadata["generator"] = s.generator;
   // Timeline::makespan_s over the events, read from the packed times instead

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sim/cost/cost_model.hpp"
+#include "sim/schedule/op_events.hpp"
 #include "sim/schedule/run_driver.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/topology/topology.hpp"
@@ -51,19 +52,9 @@ traces::Timeline to_timeline(const schedule::Schedule& s, const OpTimes& times, 
 traces::Timeline to_timeline(const schedule::Schedule& s, const schedule::RunPlan& plan, const OpTimes& times,
                              traces::Source source, const std::vector<traces::Edge>* edges = nullptr);
 
-// What each op's start waited for under the run driver, as typed edges between
-// op ids (traces/timeline.hpp defines the kinds):
-//   dependency  d -> x for each dep d of x's run (x's own deps and those of the
-//               ops joined with it: the run launches when all have ended),
-//               in listed order, each once;
-//   stream      every op of the previous run on x's stream -> x;
-//   p2p         send -> recv of each matched pair;
-//   collective  the call's first member -> each other member (member order).
-// Per op x: its dependency edges, then its stream edges; then every p2p edge,
-// then every collective edge.
-std::vector<traces::Edge> timeline_edges(const schedule::Schedule& s, const schedule::RunPlan& plan);
-
-// "attn_fwd L3 s2": the op's event name.
-std::string event_name(const schedule::Op& op);
+// The event names and typed edges engines use (sim/schedule/op_events.hpp:
+// shared with the runtime's measured Timelines).
+using schedule::event_name;
+using schedule::timeline_edges;
 
 }  // namespace rm::engine

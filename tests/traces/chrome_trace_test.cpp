@@ -1,7 +1,11 @@
 #include "traces/chrome_trace.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <random>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -274,6 +278,88 @@ TEST(ChromeTrace, DocumentedExampleReads) {
   EXPECT_NEAR(t.events[0].duration_s(), 310.5e-6, 1e-15);
   EXPECT_EQ(t.metadata["step_time_s"], 4.21);
   EXPECT_EQ(t.edges, (std::vector<Edge>{{1740, 1742, EdgeKind::dependency}, {1741, 1742, EdgeKind::stream}}));
+}
+
+}  // namespace
+}  // namespace rm::traces
+
+namespace rm::traces {
+namespace {
+
+// A measured Timeline's repeated-measurement fields: written as args.samples /
+// args.spread_us only when samples > 0, read back (samples exactly, the spread
+// within the time round-trip tolerance), refused when negative.
+TEST(ChromeTrace, SamplesAndSpreadRoundTripAndAreWrittenOnlyForRepeatedMeasurements) {
+  for (unsigned seed = 0; seed < 20; ++seed) {
+    Timeline t = testing::random_timeline(seed, 60);
+    std::mt19937_64 rng(seed + 1000);
+    for (auto& e : t.events)
+      if (rng() % 2) {
+        e.samples = 1 + static_cast<int>(rng() % 50);
+        e.spread_s = (rng() % 4 == 0) ? 0.0 : std::ldexp(static_cast<double>(rng() % 1000003), -30);
+      }
+    const std::string text = to_chrome_json(t);
+    Timeline back = from_chrome_json(text, "mem");
+    EXPECT_TRUE(approx_equal(t, back)) << "seed " << seed;
+    t.sort();
+    back.sort();
+    ASSERT_EQ(back.events.size(), t.events.size());
+    for (size_t i = 0; i < t.events.size(); ++i) EXPECT_EQ(back.events[i].samples, t.events[i].samples);
+    size_t slice = 0;
+    for (const auto& e : nlohmann::json::parse(text)["traceEvents"]) {
+      if (e["ph"] != "X") continue;
+      const Event& ev = t.events[slice++];
+      EXPECT_EQ(e["args"].contains("samples"), ev.samples > 0);
+      EXPECT_EQ(e["args"].contains("spread_us"), ev.samples > 0);
+      if (ev.samples > 0) {
+        EXPECT_NEAR(e["args"]["spread_us"].get<double>(), ev.spread_s * 1e6, 1e-9);
+      }
+    }
+  }
+}
+
+TEST(ChromeTrace, TimelinesWithoutSamplesKeepTheirBytes) {
+  // Predicted Timelines never set samples: their text has neither key.
+  const std::string text = to_chrome_json(testing::random_timeline(7));
+  EXPECT_EQ(text.find("samples"), std::string::npos);
+  EXPECT_EQ(text.find("spread_us"), std::string::npos);
+}
+
+TEST(ChromeTrace, RefusesNegativeSamplesOrSpread) {
+  auto message = [](const std::string& args) {
+    try {
+      from_chrome_json(R"({"otherData":{"source":"runtime-cpu"},"traceEvents":[)"
+                       R"({"ph":"X","pid":0,"tid":0,"ts":0,"dur":1,"args":{"op":5}},)"
+                       R"({"ph":"X","pid":0,"tid":0,"ts":1,"dur":1,"args":{"op":6,)" +
+                           args + "}}]}",
+                       "m.json");
+    } catch (const TraceError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(R"("samples":3,"spread_us":2.5)"), "no error");
+  for (const char* bad : {R"("samples":-1)", R"("samples":3,"spread_us":-2)", R"("spread_us":2)"}) {
+    const std::string m = message(bad);
+    EXPECT_NE(m.find("m.json: traceEvents[1] (op 6)"), std::string::npos) << bad << ": " << m;
+    EXPECT_NE(m.find("args.samples"), std::string::npos) << m;
+  }
+  EXPECT_NE(message(R"("samples":"three")").find("args.samples has the wrong type"), std::string::npos);
+
+  for (auto [samples, spread] : {std::pair{-1, 0.0}, std::pair{2, -1e-6}, std::pair{0, 1e-6},
+                                 std::pair{2, std::numeric_limits<double>::infinity()}}) {
+    Timeline t;
+    Event e = timed(4, 0.0, 1.0);
+    e.samples = samples;
+    e.spread_s = spread;
+    t.events.push_back(e);
+    try {
+      to_chrome_json(t);
+      ADD_FAILURE() << "no error for samples " << samples << " spread " << spread;
+    } catch (const TraceError& err) {
+      EXPECT_NE(std::string(err.what()).find("event 0 (op 4, rank 0): samples"), std::string::npos) << err.what();
+    }
+  }
 }
 
 }  // namespace

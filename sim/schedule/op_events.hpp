@@ -1,0 +1,38 @@
+// How a Schedule's ops appear in a Timeline, defined once for the engines'
+// predicted Timelines and the runtime's measured ones, so the two look alike
+// and join op by op: each op's event fields, the rank and stream names, and
+// the run graph's typed edges (what each op's start waited for).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/schedule/run_driver.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "traces/timeline.hpp"
+
+namespace rm::schedule {
+
+// "attn_fwd L3 s2": the op kind, then layer and ring step when >= 0.
+std::string event_name(const Op& op);
+
+// Every field of op's event but the times: op id, rank, stream, name
+// (event_name), category = kind, layer, phase, step, bytes, flops.
+void fill_event(const Op& op, traces::Event& e);
+
+// Rank names "rank R (gpu G)" and the Schedule's stream names.
+void name_ranks_and_streams(const Schedule& s, traces::Timeline& t);
+
+// What each op's start waited for under the run driver, as typed edges between
+// op ids (traces/timeline.hpp defines the kinds):
+//   dependency  d -> x for each dep d of x's run (x's own deps and those of the
+//               ops joined with it: the run launches when all have ended),
+//               in listed order, each once;
+//   stream      every op of the previous run on x's stream -> x;
+//   p2p         send -> recv of each matched pair;
+//   collective  the call's first member -> each other member (member order).
+// Per op x: its dependency edges, then its stream edges; then every p2p edge,
+// then every collective edge.
+std::vector<traces::Edge> timeline_edges(const Schedule& s, const RunPlan& plan);
+
+}  // namespace rm::schedule
