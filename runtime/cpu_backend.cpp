@@ -15,10 +15,6 @@ using schedule::DType;
 using schedule::OpId;
 using schedule::OpKind;
 
-double steady_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // One thread per stream with compute ops: runs them one at a time, in the order
 // the driver starts them, and hands each end back to the MPI thread.
 struct CpuBackend::Worker {
@@ -48,7 +44,7 @@ struct CpuBackend::Worker {
         op = queue.front();
         queue.pop_front();
       }
-      const double t0 = steady_seconds();
+      const double t0 = steady_now_s();
       std::exception_ptr error;
       try {
         if (op == backend.fault_op_) {
@@ -60,10 +56,10 @@ struct CpuBackend::Worker {
       } catch (...) {
         error = std::current_exception();
       }
-      const double t1 = steady_seconds();
+      const double t1 = steady_now_s();
       {
         std::lock_guard lock(backend.done_mutex_);
-        backend.done_.push_back({op, t0, t1});
+        backend.done_.push_back({op, 0, t0, t1});
         if (error && !backend.failure_) backend.failure_ = error, backend.failed_op_ = op;
       }
       backend.done_cv_.notify_one();
@@ -110,7 +106,9 @@ CpuBackend::~CpuBackend() {
     }
 }
 
-std::vector<OpTime> CpuBackend::run_once() {
+std::vector<OpSample> CpuBackend::run_once(int iteration) {
+  iteration_ = iteration;
+  posted_at_.assign(s_.ops.size(), 0.0);
   times_.clear();
   times_.reserve(size_t(local_ops_));
   local_left_ = local_ops_;
@@ -118,11 +116,11 @@ std::vector<OpTime> CpuBackend::run_once() {
   for (auto& [g, n] : next_call_) n = 0;
   driver_ = std::make_unique<schedule::RunDriver>(plan_, *this);
   driver_->start();
-  double last = steady_seconds();
+  double last = steady_now_s();
   while (local_left_ > 0) {
     bool progress = drain_workers();
     progress = poll_mpi() || progress;
-    const double now = steady_seconds();
+    const double now = steady_now_s();
     if (progress) {
       last = now;
       continue;
@@ -154,13 +152,13 @@ std::string CpuBackend::waiting() const {
 }
 
 void CpuBackend::finish_local(OpId op, double start_s, double end_s) {
-  times_.push_back({op, start_s, end_s});
+  times_.push_back({op, iteration_, start_s, end_s});
   --local_left_;
   driver_->complete(op);
 }
 
 bool CpuBackend::drain_workers() {
-  std::vector<OpTime> done;
+  std::vector<OpSample> done;
   {
     std::lock_guard lock(done_mutex_);
     if (failure_) {
@@ -173,7 +171,7 @@ bool CpuBackend::drain_workers() {
     }
     done.swap(done_);
   }
-  for (const OpTime& t : done) finish_local(t.op, t.start_s, t.end_s);
+  for (const OpSample& t : done) finish_local(t.op, t.start_s, t.end_s);
   return !done.empty();
 }
 
@@ -197,7 +195,7 @@ bool CpuBackend::poll_mpi() {
 }
 
 void CpuBackend::finish(InFlight& f) {
-  const double end = steady_seconds();
+  const double end = steady_now_s();
   if (f.unpack) {
     const schedule::Op& op = s_.ops[size_t(f.op)];
     if (op.kind == OpKind::all_to_all) {
@@ -221,7 +219,9 @@ void CpuBackend::finish(InFlight& f) {
   finish_local(f.op, f.start_s, end);
 }
 
-void CpuBackend::post(OpId) {}
+void CpuBackend::post(OpId op) {
+  if (local(op)) posted_at_[size_t(op)] = steady_now_s();
+}
 
 void CpuBackend::start_compute(OpId op) {
   if (!local(op)) {
@@ -267,7 +267,7 @@ void CpuBackend::start_p2p(OpId op, OpId partner) {
   auto f = std::make_unique<InFlight>();
   f->op = mine;
   f->also = {other};
-  f->start_s = steady_seconds();
+  f->start_s = posted_at_[size_t(mine)];
   const schedule::Access& acc = *s_.access_of(o);
   int rc = MPI_SUCCESS;
   if (o.kind == OpKind::send) {
@@ -333,7 +333,7 @@ void CpuBackend::issue_collective(int64_t call) {
   f->op = mine;
   for (OpId id : ops)
     if (id >= 0 && id != mine) f->also.push_back(id);
-  f->start_s = steady_seconds();
+  f->start_s = posted_at_[size_t(mine)];
   f->unpack = true;
   const DType t = s_.buffers[size_t(!acc.writes.empty() ? acc.writes[0] : acc.reads.at(0))].dtype;
   const int64_t width = schedule::dtype_bytes(t);

@@ -27,23 +27,18 @@
 #include "runtime/cpu_compute.hpp"
 #include "runtime/exchange_plan.hpp"
 #include "runtime/layouts.hpp"
+#include "runtime/measured_timeline.hpp"
 #include "runtime/tensor_store.hpp"
 #include "runtime/world.hpp"
 #include "sim/schedule/run_driver.hpp"
 
 namespace rm::runtime {
 
-struct OpTime {
-  schedule::OpId op = -1;
-  double start_s = 0, end_s = 0;  // steady clock of this process, seconds
-};
 
 // No progress for the stall timeout: the message names what each stream waits for.
 struct StallError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-
-double steady_seconds();
 
 class CpuBackend final : public schedule::RunBackend {
  public:
@@ -54,8 +49,10 @@ class CpuBackend final : public schedule::RunBackend {
   CpuBackend& operator=(const CpuBackend&) = delete;
 
   // Runs every op of this rank once (collective: every rank calls it). Returns the
-  // start and end of each of its ops. Throws the first failure, naming the op.
-  std::vector<OpTime> run_once();
+  // start and end of each of its ops on steady_now_s(), tagged `iteration`: a
+  // compute op from when its worker began it, a transfer or collective from when
+  // its run was posted (as the engines time them). Throws the first failure, naming the op.
+  std::vector<OpSample> run_once(int iteration = 0);
 
   // Testing aid (--inject-fault): op `op` of this rank throws (hang false) or never
   // returns (hang true) when it runs, as a failing kernel or a stuck device would.
@@ -99,7 +96,9 @@ class CpuBackend final : public schedule::RunBackend {
   int tag_ub_ = 32767;
   int64_t local_ops_ = 0, local_left_ = 0;
   std::unique_ptr<schedule::RunDriver> driver_;
-  std::vector<OpTime> times_;
+  std::vector<OpSample> times_;
+  std::vector<double> posted_at_;  // per op: when its run was posted (this rank's ops)
+  int iteration_ = 0;
   std::vector<std::unique_ptr<InFlight>> in_flight_;
   // Collectives: per group, this rank's calls in call order, the next to issue, and which are ready.
   std::map<int, std::vector<int64_t>> group_calls_;
@@ -110,7 +109,7 @@ class CpuBackend final : public schedule::RunBackend {
   std::map<size_t, std::unique_ptr<Worker>> workers_;
   std::mutex done_mutex_;
   std::condition_variable done_cv_;
-  std::vector<OpTime> done_;
+  std::vector<OpSample> done_;
   std::exception_ptr failure_;
   schedule::OpId failed_op_ = -1;
   schedule::OpId fault_op_ = -1;

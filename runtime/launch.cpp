@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -18,6 +19,8 @@
 #include "runtime/cpu_compute.hpp"
 #include "runtime/inputs.hpp"
 #include "runtime/layouts.hpp"
+#include "runtime/measured_timeline.hpp"
+#include "runtime/run_summary.hpp"
 #include "runtime/pattern_index.hpp"
 #include "runtime/tensor_store.hpp"
 #include "runtime/world.hpp"
@@ -25,6 +28,7 @@
 #include "sim/config/experiment.hpp"
 #include "sim/schedule/run_driver.hpp"
 #include "sim/schedule/schedule_file.hpp"
+#include "traces/chrome_trace.hpp"
 
 namespace rm::runtime {
 
@@ -107,6 +111,11 @@ CheckProblem check_problem(const LaunchOptions& o, const Prepared& p) {
 void prepare(const LaunchOptions& o, const World& world, Prepared& p) {
   if (o.backend == "cuda")
     throw ConfigError("--backend cuda: this ringmaster-run was built without the cuda backend (CUDA and NCCL not found at build time)");
+  if (!o.trace.empty()) {
+    const std::filesystem::path dir = std::filesystem::absolute(o.trace).parent_path();
+    if (!std::filesystem::is_directory(dir))
+      throw ConfigError("--trace " + o.trace + ": folder " + dir.string() + " does not exist");
+  }
   p.s = schedule::read_schedule(o.schedule);
   if (int(p.s.ranks.size()) != world.size())
     throw ConfigError(fmt::format("{}: the Schedule has {} ranks but {} processes were started (mpirun -np {})", o.schedule,
@@ -132,27 +141,57 @@ void prepare(const LaunchOptions& o, const World& world, Prepared& p) {
 }
 
 // The --check pass (untimed): every rank's outputs to rank 0, compared there.
-// Returns true on every rank when the error is within the bound.
-bool run_check(const LaunchOptions& o, const Prepared& p, CpuBackend& backend, const World& world) {
+// `passed` is the same on every rank; the report is rank 0's.
+struct CheckOutcome {
+  bool passed = false;
+  std::optional<CheckReport> report;
+};
+
+CheckOutcome run_check(const LaunchOptions& o, const Prepared& p, CpuBackend& backend, const World& world) {
   backend.run_once();
   const auto mine = pack(read_outputs(p.s, *p.layouts, *p.instances, *p.store));
   const auto all = world.gather(mine);
+  CheckOutcome out;
   std::string verdict;
   if (world.rank() == 0) {
     std::vector<OutputSlice> slices;
     for (const auto& bytes : all)
       for (auto& x : unpack_outputs(bytes)) slices.push_back(std::move(x));
-    const CheckReport r = check_attention(*p.check, slices, o.check_bound);
-    std::printf("check against the single-process reference (seed %llu, bound %.1e on max |got-ref| / max |ref|):\n",
-                static_cast<unsigned long long>(o.seed), o.check_bound);
-    std::printf("  %-4s %12s %12s %12s  %s\n", "", "elements", "max |ref|", "max rel err", "");
-    for (const auto& t : r.tensors)
-      std::printf("  %-4s %12lld %12.4g %12.3e  %s\n", t.name.c_str(), static_cast<long long>(t.elements), t.max_ref,
-                  t.max_rel_error, t.max_rel_error <= r.bound ? "ok" : "ABOVE THE BOUND");
-    verdict = r.passed() ? "pass" : "fail";
-    std::fflush(stdout);
+    out.report = check_attention(*p.check, slices, o.check_bound);
+    if (!o.json) {
+      std::printf("check against the single-process reference (seed %llu, bound %.1e on max |got-ref| / max |ref|):\n",
+                  static_cast<unsigned long long>(o.seed), o.check_bound);
+      std::printf("  %-4s %12s %12s %12s  %s\n", "", "elements", "max |ref|", "max rel err", "");
+      for (const auto& t : out.report->tensors)
+        std::printf("  %-4s %12lld %12.4g %12.3e  %s\n", t.name.c_str(), static_cast<long long>(t.elements), t.max_ref,
+                    t.max_rel_error, t.max_rel_error <= out.report->bound ? "ok" : "ABOVE THE BOUND");
+      std::fflush(stdout);
+    }
+    verdict = out.report->passed() ? "pass" : "fail";
   }
-  return world.broadcast(verdict) == "pass";
+  out.passed = world.broadcast(verdict) == "pass";
+  return out;
+}
+
+// Rank 0: every rank's samples to one measured Timeline, written when asked; the summary printed.
+void report(const LaunchOptions& o, const Prepared& p, const World& world, const std::vector<ClockOffset>& clocks,
+            const std::vector<OpSample>& mine, const std::optional<CheckReport>& check) {
+  RankSamples r{world.rank(), {}, mine};
+  const auto all = world.gather(pack(r));
+  if (world.rank() != 0) return;
+  std::vector<RankSamples> ranks;
+  for (const auto& bytes : all) {
+    ranks.push_back(unpack(bytes));
+    ranks.back().clock = clocks.at(size_t(ranks.back().rank));
+  }
+  const nlohmann::json meta = {{"schedule_hash", schedule::schedule_hash(p.s)}, {"warmup", o.warmup},
+                               {"schedule", o.schedule}, {"backend", o.backend}, {"seed", o.seed}};
+  const traces::Timeline t = measured_timeline(p.s, ranks, traces::Source::runtime_cpu, meta);
+  if (!o.trace.empty()) traces::write_chrome_trace(t, o.trace);
+  const nlohmann::json j = summary_json(t, check, int(p.s.ranks.size()), o.trace);
+  if (o.json) std::printf("%s\n", j.dump(2).c_str());
+  else std::fputs(summary_table(j).c_str(), stdout);
+  std::fflush(stdout);
 }
 
 // Rank 0 prints the first rank's error (every rank returns 2); collective.
@@ -191,42 +230,27 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
     seed_inputs(p.s, *p.layouts, *p.store, o.seed);
     CpuBackend backend(p.s, *p.plan, *p.layouts, *p.instances, *p.store, *p.compute, world, o.stall_timeout_s);
     if (p.fault && p.fault->rank == world.rank()) backend.inject_fault(p.fault->op, p.fault->hang);
+    const std::vector<ClockOffset> clocks = world.clock_offsets(kPingRounds);
     world.barrier();
-    if (o.check && !run_check(o, p, backend, world)) {
-      if (world.rank() == 0) std::fprintf(stderr, "ringmaster-run: --check: an error is above the bound\n");
-      return 1;
+    CheckOutcome check;
+    if (o.check) {
+      check = run_check(o, p, backend, world);
+      if (!check.passed) {
+        if (world.rank() == 0) std::fprintf(stderr, "ringmaster-run: --check: an error is above the bound\n");
+        return 1;
+      }
     }
     for (int i = 0; i < o.warmup; ++i) {
       backend.run_once();
       world.barrier();
     }
-    std::vector<std::vector<OpTime>> timed;
+    std::vector<OpSample> samples;
     for (int i = 0; i < o.iters; ++i) {
-      timed.push_back(backend.run_once());
+      const auto one = backend.run_once(i);
+      samples.insert(samples.end(), one.begin(), one.end());
       world.barrier();
     }
-    // Per iteration, this rank's span; rank 0 prints the slowest rank's.
-    std::string spans;
-    for (const auto& it : timed) {
-      double lo = 1e300, hi = -1e300;
-      for (const auto& t : it) lo = std::min(lo, t.start_s), hi = std::max(hi, t.end_s);
-      spans += fmt::format("{} ", it.empty() ? 0.0 : hi - lo);
-    }
-    const auto all = world.gather(spans);
-    if (world.rank() == 0) {
-      std::vector<double> step(size_t(o.iters), 0.0);
-      for (const auto& s : all) {
-        std::istringstream in(s);
-        for (int i = 0; i < o.iters; ++i) {
-          double v = 0;
-          in >> v;
-          step[size_t(i)] = std::max(step[size_t(i)], v);
-        }
-      }
-      std::sort(step.begin(), step.end());
-      std::printf("ringmaster-run: %zu ranks, %d iterations: median step %.6f s (min %.6f, max %.6f)\n", p.s.ranks.size(),
-                  o.iters, step[step.size() / 2], step.front(), step.back());
-    }
+    report(o, p, world, clocks, samples, check.report);
   } catch (const std::exception& x) {
     std::fprintf(stderr, "ringmaster-run: rank %d: %s\n", world.rank(), x.what());
     std::fflush(stderr);

@@ -95,6 +95,36 @@ void World::abort(int code) const {
   std::abort();
 }
 
+std::vector<ClockOffset> World::clock_offsets(int rounds) const {
+  constexpr int kTag = 7001;
+  std::vector<ClockOffset> out(size_t(rank_ == 0 ? size_ : 0));
+  for (int peer = 1; peer < size_; ++peer) {
+    if (rank_ == 0) {
+      std::vector<PingSample> samples;
+      for (int i = 0; i < rounds; ++i) {
+        PingSample p;
+        double stamps[2] = {0, 0};
+        p.t0 = steady_now_s();
+        check(MPI_Send(&p.t0, 1, MPI_DOUBLE, peer, kTag, MPI_COMM_WORLD), "MPI_Send");
+        check(MPI_Recv(stamps, 2, MPI_DOUBLE, peer, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        p.t3 = steady_now_s();
+        p.t1 = stamps[0], p.t2 = stamps[1];
+        samples.push_back(p);
+      }
+      out[size_t(peer)] = estimate_offset(samples);
+    } else if (rank_ == peer) {
+      for (int i = 0; i < rounds; ++i) {
+        double t0 = 0, stamps[2];
+        check(MPI_Recv(&t0, 1, MPI_DOUBLE, 0, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        stamps[0] = steady_now_s();
+        stamps[1] = steady_now_s();
+        check(MPI_Send(stamps, 2, MPI_DOUBLE, 0, kTag, MPI_COMM_WORLD), "MPI_Send");
+      }
+    }
+  }
+  return out;
+}
+
 MPI_Datatype World::datatype(schedule::DType t) {
   switch (t) {
     case schedule::DType::bf16: return MPI_UINT16_T;

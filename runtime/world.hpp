@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/clock_sync.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace rm::runtime {
@@ -38,6 +39,9 @@ class World {
   // Every rank gets rank 0's text (collective).
   std::string broadcast(const std::string& from_root) const;
   [[noreturn]] void abort(int code) const;
+  // Collective: rank 0 ping-pongs each peer `rounds` times, one peer at a time;
+  // rank 0 gets every rank's offset to its clock (its own: zero), the others nothing.
+  std::vector<ClockOffset> clock_offsets(int rounds) const;
 
   static MPI_Datatype datatype(schedule::DType t);
   // Sum for a dtype: MPI_SUM, or the bf16 sum (fp32 arithmetic, rounded to nearest even).

@@ -24,6 +24,10 @@ std::string to_schedule_json(const Schedule& s);
 // `name` (a file name) prefixes error messages.
 Schedule from_schedule_json(const nlohmann::json& j, const std::string& name);
 
+// What a measured Timeline names the Schedule it ran by: FNV-1a (64 bits, hex) of
+// to_schedule_json, so two files with the same Schedule give the same hash.
+std::string schedule_hash(const Schedule& s);
+
 // Atomic write; read_schedule also validates. Throw ScheduleError / ConfigError.
 void write_schedule(const Schedule& s, const std::string& path);
 Schedule read_schedule(const std::string& path);

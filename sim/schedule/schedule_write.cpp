@@ -4,6 +4,8 @@
 #include <string>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "sim/schedule/schedule_error.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "traces/text_file.hpp"
@@ -222,6 +224,12 @@ void write_schedule(const Schedule& s, const std::string& path) {
   } catch (const traces::TraceError& e) {
     throw ScheduleError(e.what());
   }
+}
+
+std::string schedule_hash(const Schedule& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : to_schedule_json(s)) h = (h ^ c) * 0x100000001b3ull;
+  return fmt::format("{:016x}", h);
 }
 
 }  // namespace rm::schedule

@@ -17,7 +17,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "runtime/measured_timeline.hpp"
+#include "sim/schedule/schedule_file.hpp"
 #include "tests/support/run_cli.hpp"
+#include "traces/chrome_trace.hpp"
 
 namespace {
 
@@ -131,11 +134,65 @@ TEST_P(AttentionKinds, PassesCheckForwardAndBackward) {
   for (const char* t : {"O ", "LSE "}) EXPECT_THAT(r.out, HasSubstr(std::string("  ") + t)) << t;
   for (const char* t : {"dQ ", "dK ", "dV "})
     EXPECT_EQ(r.out.find(std::string("  ") + t) != std::string::npos, backward) << t;
-  EXPECT_THAT(r.out, HasSubstr(std::to_string(np) + " ranks, 2 iterations"));
+  EXPECT_THAT(r.out, HasSubstr(std::to_string(np) + " ranks (runtime-cpu), 2 timed iterations"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtime, AttentionKinds, ::testing::ValuesIn(kKinds),
                          [](const auto& p) { return std::string(p.param.name); });
+
+void expect_refused(const Shell& r, const std::string& what);
+
+// The measured Timeline: every op of the Schedule once, K samples each, in the
+// predicted Timelines' schema, and its times respect every ordering the run driver
+// promises (within the clock alignment's stated uncertainty).
+TEST_F(RuntimeRun, TheTraceHoldsEveryOpOnceAndRespectsEveryDependency) {
+  for (const auto& [name, sets] : {std::pair{"trace2", ""}, std::pair{"trace4", "--set parallel.hp=2 --set parallel.ring=double_ring "
+                                                                               "--set parallel.partition=stripe --set parallel.shuffle=per_call"}}) {
+    const std::string s = schedule(name, sets);
+    const std::string trace = dir() + "/" + name + "-measured.json";
+    const rm::schedule::Schedule sched = rm::schedule::read_schedule(s);
+    const Shell r = run(int(sched.ranks.size()), "--schedule '" + s + "' --iters 3 --warmup 1 --trace '" + trace + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_THAT(r.out, HasSubstr("measured Timeline written to"));
+    const rm::traces::Timeline t = rm::traces::read_chrome_trace(trace);
+    EXPECT_EQ(t.source, rm::traces::Source::runtime_cpu);
+    EXPECT_EQ(t.metadata["schedule_hash"], rm::schedule::schedule_hash(sched));
+    EXPECT_EQ(t.metadata["iterations"], 3);
+    ASSERT_EQ(t.events.size(), sched.ops.size());
+    std::vector<int> seen(sched.ops.size(), 0);
+    for (const auto& e : t.events) {
+      ASSERT_GE(e.op, 0);
+      ++seen[size_t(e.op)];
+      EXPECT_EQ(e.rank, sched.ops[size_t(e.op)].rank);
+      EXPECT_EQ(e.stream, sched.ops[size_t(e.op)].stream);
+      EXPECT_EQ(e.samples, 3);
+      EXPECT_GE(e.end_s, e.start_s);
+    }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), std::ptrdiff_t(sched.ops.size()));
+    const double tolerance = t.metadata["max_clock_uncertainty_s"].get<double>();
+    EXPECT_LT(tolerance, 1e-3);
+    const auto bad = rm::runtime::dependency_violations(sched, t, tolerance);
+    EXPECT_TRUE(bad.empty()) << bad.front();
+  }
+}
+
+TEST_F(RuntimeRun, JsonSummary) {
+  const std::string s = schedule("json", "");
+  const Shell r = run(2, "--schedule '" + s + "' --check --iters 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ranks"], 2);
+  EXPECT_EQ(j["iterations"], 2);
+  EXPECT_GT(j["iteration_s"]["median"].get<double>(), 0.0);
+  EXPECT_TRUE(j["check"]["passed"].get<bool>());
+  EXPECT_EQ(j["check"]["tensors"].size(), 5u);
+  EXPECT_FALSE(j["kinds"].empty());
+}
+
+TEST_F(RuntimeRun, RefusesATraceIntoAMissingFolder) {
+  const std::string s = schedule("trace-folder", "");
+  expect_refused(run(2, "--schedule '" + s + "' --trace /nonexistent/dir/t.json"), "does not exist");
+}
 
 TEST_F(RuntimeRun, CheckFailsAboveItsBound) {
   const std::string s = schedule("bound", "");
@@ -149,7 +206,7 @@ TEST_F(RuntimeRun, LayerScopeWithDenseParts) {
   const std::string s = schedule("layer", "--set scope=layer");
   const Shell r = run(2, "--schedule '" + s + "' --iters 1 --warmup 0");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_THAT(r.out, HasSubstr("2 ranks, 1 iterations"));
+  EXPECT_THAT(r.out, HasSubstr("2 ranks (runtime-cpu), 1 timed iterations"));
 }
 
 // Bad input: one line from rank 0, exit 2 on every rank, nothing computed.
@@ -161,6 +218,7 @@ void expect_refused(const Shell& r, const std::string& what) {
   for (size_t at = 0; (at = r.err.find("ringmaster-run: error:", at)) != std::string::npos; ++at) ++lines;
   EXPECT_EQ(lines, 1u) << r.err;
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("iterations")));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("check against")));
 }
 
 TEST_F(RuntimeRun, RefusesAMissingFile) {
