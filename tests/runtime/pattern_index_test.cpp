@@ -191,6 +191,14 @@ TEST(PatternIndex, StaticVerticalSlashTilesMatchTheModel) {
   }
 }
 
+// The pattern and model the runtime's CPU runs ship with (what tests/runtime/run executes).
+TEST(PatternIndex, ShippedTinyStaticPatternTilesMatchTheModel) {
+  const Experiment e = experiment({"model=tiny-gqa-2l", "workload.seq_len=8192", "workload.pattern=tiny-static-vs"});
+  ASSERT_EQ(e.model.layers, 2);
+  const sparsity::SparsityModel m = pattern_model(e);
+  for (int layer : {0, 1}) expect_kernels_match_model(e, m, layer, partitions(8192, 256));
+}
+
 TEST(PatternIndex, InlineVerticalSlashAtALengthNotAMultipleOfTheBlock) {
   // 6000 tokens: the last index block is short, so offsets up to 6015 still cross the last block diagonal.
   const Experiment e = experiment({"workload.seq_len=6000", std::string("workload.pattern=") + kStaticVs});
