@@ -70,12 +70,13 @@ kernels::SparseIndex pattern_index(const sparsity::SparsityModel& m, int layer, 
     throw ConfigError(fmt::format("{}: $.workload.pattern: pattern {}: {}", where, m.name(), what));
   };
   if (layer < 0 || layer >= m.layers()) fail(fmt::format("layer {} is outside the model's 0..{}", layer, m.layers() - 1));
-  if (m.dynamic())
-    fail("is dynamic: its index is built at run time by the Schedule's index_build ops, expected a static pattern");
   if (m.seq_len() > std::numeric_limits<int32_t>::max())
     fail(fmt::format("seq_len {} is beyond the kernels' 32-bit positions", m.seq_len()));
   const auto S = static_cast<int32_t>(m.seq_len());
   const PatternKind kind = m.head(layer, 0).kind();
+  if (m.dynamic())
+    fail(fmt::format("is dynamic ({} heads): its index is built at run time by the Schedule's index_build ops, "
+                     "expected a static pattern", sparsity::to_string(kind)));
   for (int h = 1; h < m.heads(); ++h)
     if (m.head(layer, h).kind() != kind)
       fail(fmt::format("layer {} mixes {} and {} heads: expected one kind per layer", layer, sparsity::to_string(kind),
