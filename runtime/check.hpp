@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "kernels/tile.hpp"
+#include "runtime/dense_layer.hpp"
 #include "runtime/inputs.hpp"
+#include "runtime/reference.hpp"
 #include "sim/config/experiment.hpp"
 
 namespace rm::runtime {
@@ -33,10 +35,23 @@ struct CheckProblem {
   bool causal = true, backward = true;
   uint64_t seed = 1;
   kernels::SparseIndex index;  // dense, or per global query head
+  // The layer scope (check_layer): the dense sizes and the layer checked.
+  bool layer = false;
+  int64_t hidden = 0, intermediate = 0;
+  int layer_index = 0;
 };
 
 // Throws std::runtime_error when the slices overlap, leave elements uncovered or
 // lie outside the problem.
 CheckReport check_attention(const CheckProblem& p, const std::vector<OutputSlice>& slices, double bound);
+// The same against a given reference (the attention inside a layer).
+CheckReport check_attention_against(const CheckProblem& p, const std::vector<OutputSlice>& slices,
+                                    const ReferenceResult& ref, double bound);
+// The layer scope: the attention's tensors as above, plus the layer output y,
+// its input gradient dx (each token row from exactly one rank) and the GEMM
+// weight gradients (summed over the ranks: no reduction in the Schedule),
+// against reference_layer.hpp on the same seed.
+CheckReport check_layer(const CheckProblem& p, const std::vector<OutputSlice>& slices,
+                        const std::vector<DenseOutputs>& dense, double bound);
 
 }  // namespace rm::runtime

@@ -16,6 +16,7 @@
 #include "runtime/check.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/cpu_compute.hpp"
+#include "runtime/dense_layer.hpp"
 #include "runtime/inputs.hpp"
 #include "runtime/layouts.hpp"
 #include "runtime/pattern_index.hpp"
@@ -53,6 +54,7 @@ struct Prepared {
   std::unique_ptr<Layouts> layouts;
   std::unique_ptr<TensorStore> store;
   std::unique_ptr<CpuCompute> compute;
+  std::unique_ptr<DenseLayer> dense;
   std::optional<CheckProblem> check;  // with --check
   struct Fault {
     int rank = 0;
@@ -80,10 +82,15 @@ Prepared::Fault parse_fault(const std::string& text, const schedule::Schedule& s
 
 // What --check compares: the attention of the Schedule's one layer, on the same seed.
 CheckProblem check_problem(const LaunchOptions& o, const Prepared& p) {
-  if (p.e.scope != Scope::attention_fwd && p.e.scope != Scope::attention_fwd_bwd)
-    throw ConfigError(o.schedule + ": --check compares attention outputs and gradients: export the Schedule with scope "
-                                   "attention_fwd or attention_fwd_bwd (layer and step scopes run for timing only)");
+  if (p.e.scope != Scope::attention_fwd && p.e.scope != Scope::attention_fwd_bwd && p.e.scope != Scope::layer)
+    throw ConfigError(o.schedule + ": --check compares attention and layer outputs and gradients: export the Schedule "
+                                   "with scope attention_fwd, attention_fwd_bwd or layer (the step scope runs for timing only)");
+  if (p.e.scope == Scope::layer && p.e.parallel.tp != 1)
+    throw ConfigError(fmt::format("{}: --check of the layer scope needs tp = 1 (with tp > 1 the dense layer runs for "
+                                  "timing only); this Schedule has tp = {}", o.schedule, p.e.parallel.tp));
   CheckProblem c;
+  c.layer = p.e.scope == Scope::layer;
+  c.hidden = p.e.model.hidden, c.intermediate = p.e.model.intermediate;
   c.batch = p.e.workload.batch, c.seq_len = p.e.workload.seq_len;
   c.heads = p.e.model.heads, c.kv_heads = p.e.model.kv_heads, c.head_dim = p.e.model.head_dim;
   c.causal = pattern_causal(p.e);
@@ -101,6 +108,7 @@ CheckProblem check_problem(const LaunchOptions& o, const Prepared& p) {
     }
   }
   if (pattern) c.index = pattern_index(p.e, layer);
+  c.layer_index = std::max(layer, 0);
   return c;
 }
 
@@ -127,6 +135,8 @@ void prepare(const LaunchOptions& o, const World& world, Prepared& p) {
   p.store = std::make_unique<TensorStore>(p.s, world.rank(), p.instances->layers());
   p.compute = std::make_unique<CpuCompute>(p.s, p.e, *p.instances, *p.store);
   p.compute->prepare();
+  p.dense = std::make_unique<DenseLayer>(p.s, p.e, *p.layouts, *p.instances, world.rank());
+  p.compute->use_dense(p.dense.get());
   if (o.check) p.check = check_problem(o, p);
   if (!o.inject_fault.empty()) p.fault = parse_fault(o.inject_fault, p.s);
 }
@@ -137,17 +147,21 @@ bool run_check(const LaunchOptions& o, const Prepared& p, CpuBackend& backend, c
   backend.run_once();
   const auto mine = pack(read_outputs(p.s, *p.layouts, *p.instances, *p.store));
   const auto all = world.gather(mine);
+  const auto dense = world.gather(p.check->layer ? pack(p.dense->read_outputs(*p.store)) : std::string());
   std::string verdict;
   if (world.rank() == 0) {
     std::vector<OutputSlice> slices;
     for (const auto& bytes : all)
       for (auto& x : unpack_outputs(bytes)) slices.push_back(std::move(x));
-    const CheckReport r = check_attention(*p.check, slices, o.check_bound);
+    std::vector<DenseOutputs> layer;
+    for (const auto& bytes : p.check->layer ? dense : std::vector<std::string>{}) layer.push_back(unpack_dense(bytes));
+    const CheckReport r = p.check->layer ? check_layer(*p.check, slices, layer, o.check_bound)
+                                         : check_attention(*p.check, slices, o.check_bound);
     std::printf("check against the single-process reference (seed %llu, bound %.1e on max |got-ref| / max |ref|):\n",
                 static_cast<unsigned long long>(o.seed), o.check_bound);
-    std::printf("  %-4s %12s %12s %12s  %s\n", "", "elements", "max |ref|", "max rel err", "");
+    std::printf("  %-7s %12s %12s %12s  %s\n", "", "elements", "max |ref|", "max rel err", "");
     for (const auto& t : r.tensors)
-      std::printf("  %-4s %12lld %12.4g %12.3e  %s\n", t.name.c_str(), static_cast<long long>(t.elements), t.max_ref,
+      std::printf("  %-7s %12lld %12.4g %12.3e  %s\n", t.name.c_str(), static_cast<long long>(t.elements), t.max_ref,
                   t.max_rel_error, t.max_rel_error <= r.bound ? "ok" : "ABOVE THE BOUND");
     verdict = r.passed() ? "pass" : "fail";
     std::fflush(stdout);
@@ -189,6 +203,7 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
   try {
     world.make_group_comms(p.s);
     seed_inputs(p.s, *p.layouts, *p.store, o.seed);
+    p.dense->seed(*p.store, o.seed);
     CpuBackend backend(p.s, *p.plan, *p.layouts, *p.instances, *p.store, *p.compute, world, o.stall_timeout_s);
     if (p.fault && p.fault->rank == world.rank()) backend.inject_fault(p.fault->op, p.fault->hang);
     world.barrier();
