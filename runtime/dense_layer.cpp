@@ -543,27 +543,35 @@ bool first_read(const schedule::Schedule& s, int rank, int buffer) {
 
 void DenseLayer::seed(TensorStore& store, uint64_t seed) const {
   if (!active()) return;
-  auto each_copy = [&](int b, auto&& fill) {
-    auto all = store.bytes(b, -1);
-    const int64_t one = s_.buffers[size_t(b)].bytes();
-    for (int64_t c = 0; c * one < int64_t(all.size()); ++c) fill(int(c), all.subspan(size_t(c * one), size_t(one)));
-  };
   if (weights_ >= 0) {
     const DType t = s_.buffers[size_t(weights_)].dtype;
-    each_copy(weights_, [&](int layer, std::span<std::byte> d) {
-      for (int64_t i = 0; i < w_.total; ++i) put(d, t, i, weight_value(w_, seed, layer, i));
-    });
+    auto all = store.bytes(weights_, -1);
+    const int64_t one = s_.buffers[size_t(weights_)].bytes();
+    for (int64_t c = 0; c * one < int64_t(all.size()); ++c) {  // copy c is layer c's
+      auto d = all.subspan(size_t(c * one), size_t(one));
+      for (int64_t i = 0; i < w_.total; ++i) put(d, t, i, weight_value(w_, seed, int(c), i));
+    }
   }
-  const int64_t T = int64_t(tokens_.size());
-  for (auto [use, what] : {std::pair{x_in_, DenseInput::x}, std::pair{dy_in_, DenseInput::dy}}) {
-    if (use.buffer < 0 || !first_read(s_, rank_, use.buffer)) continue;
-    const DType t = s_.buffers[size_t(use.buffer)].dtype;
-    each_copy(use.buffer, [&, what = what](int, std::span<std::byte> d) {
-      for (int64_t r = 0; r < batch_ * T; ++r)
-        for (int64_t f = 0; f < w_.hidden; ++f)
-          put(d, t, r * w_.hidden + f, dense_input_value(seed, what, r / T, tokens_[size_t(r % T)], f));
-    });
-  }
+  seed_rows(x_in_, DenseInput::x, store, seed);
+  seed_rows(dy_in_, DenseInput::dy, store, seed);
+}
+
+void DenseLayer::reseed_gradient(TensorStore& store, uint64_t seed) const {
+  if (active()) seed_rows(dy_in_, DenseInput::dy, store, seed);
+}
+
+// Every copy of the buffer, when its first access is a read.
+void DenseLayer::seed_rows(Use u, DenseInput what, TensorStore& store, uint64_t seed) const {
+  if (u.buffer < 0 || !first_read(s_, rank_, u.buffer)) return;
+  const DType t = s_.buffers[size_t(u.buffer)].dtype;
+  const int64_t T = int64_t(tokens_.size()), n = batch_ * T * w_.hidden;
+  auto all = store.bytes(u.buffer, -1);
+  const int64_t one = s_.buffers[size_t(u.buffer)].elements();
+  for (int64_t c = 0; c * one < int64_t(all.size()) / schedule::dtype_bytes(t); ++c)
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t r = i / w_.hidden;
+      put(all, t, c * one + i, dense_input_value(seed, what, r / T, tokens_[size_t(r % T)], i % w_.hidden));
+    }
 }
 
 DenseOutputs DenseLayer::read_outputs(TensorStore& store) const {

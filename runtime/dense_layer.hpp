@@ -88,6 +88,10 @@ class DenseLayer {
   void run(schedule::OpId op, TensorStore& store) const;
   // Seeds the weights of every layer, and x / dY where their first access is a read.
   void seed(TensorStore& store, uint64_t seed) const;
+  // dY again: in the layer scope one `dx` buffer is both the incoming gradient and
+  // the layer's input gradient, so without this each iteration would start from
+  // the last one's dx (and the values grow ~2x per iteration).
+  void reseed_gradient(TensorStore& store, uint64_t seed) const;
   // The layer's output and input gradient and its wgrad (the last layer's).
   DenseOutputs read_outputs(TensorStore& store) const;
 
@@ -106,6 +110,12 @@ class DenseLayer {
     bool zero_wgrad = false;  // the layer's first wgrad writer of an iteration clears it
     int q = -1, kv = -1, o = -1, d_o = -1, dq = -1, dkv = -1;       // attention, stage 0
   };
+  // For seed and read_outputs: a buffer and the op whose copy of it counts (-1: none).
+  struct Use {
+    int buffer = -1;
+    schedule::OpId op = -1;
+  };
+  void seed_rows(Use u, DenseInput what, TensorStore& store, uint64_t seed) const;
   void qkv(const Op& op, TensorStore& store) const;
   void o_proj(const Op& op, TensorStore& store) const;
   void qkv_bwd(const Op& op, TensorStore& store) const;
@@ -136,11 +146,6 @@ class DenseLayer {
     std::vector<int64_t> token, head;
   };
   std::vector<Map> maps_;  // per buffer id (empty: not mapped)
-  // For seed and read_outputs: a buffer and the op whose copy of it counts (-1: none).
-  struct Use {
-    int buffer = -1;
-    schedule::OpId op = -1;
-  };
   Use x_in_, dy_in_, y_out_, dx_out_, wgrad_out_;
   int weights_ = -1;
 };

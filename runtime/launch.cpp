@@ -212,11 +212,13 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
       return 1;
     }
     for (int i = 0; i < o.warmup; ++i) {
+      p.dense->reseed_gradient(*p.store, o.seed);
       backend.run_once();
       world.barrier();
     }
     std::vector<std::vector<OpTime>> timed;
     for (int i = 0; i < o.iters; ++i) {
+      p.dense->reseed_gradient(*p.store, o.seed);
       timed.push_back(backend.run_once());
       world.barrier();
     }

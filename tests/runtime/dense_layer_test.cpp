@@ -2,7 +2,10 @@
 // the documented order; weights and dense inputs are pure, bf16-exact
 // functions of their coordinates on streams of their own; the row kernels'
 // backward passes agree with finite differences of their forwards; the
-// outputs --check gathers survive packing.
+// outputs --check gathers survive packing; and one rank running a hand-built
+// layer Schedule through CpuCompute (its tokens in a permuted local order,
+// batch 2, dK|dV in fp32) passes check_layer against the reference, while a
+// wrong weight size is refused naming the buffer.
 #include "runtime/dense_layer.hpp"
 
 #include <cmath>
@@ -13,7 +16,14 @@
 #include <gtest/gtest.h>
 
 #include "kernels/bf16.hpp"
+#include "runtime/check.hpp"
+#include "runtime/cpu_compute.hpp"
+#include "runtime/inputs.hpp"
 #include "runtime/seed.hpp"
+#include "sim/config/config_store.hpp"
+#include "sim/schedule/builder.hpp"
+#include "sim/schedule/run_driver.hpp"
+#include "sim/schedule/schedule_error.hpp"
 
 namespace rm::runtime {
 namespace {
@@ -163,6 +173,126 @@ TEST(DenseOutputs, PackRoundTripAndTruncation) {
   EXPECT_EQ(e.dx, d.dx);
   EXPECT_EQ(e.wgrad, d.wgrad);
   EXPECT_THROW(unpack_dense(std::string_view(bytes).substr(0, bytes.size() - 1)), std::runtime_error);
+}
+
+// ---- one rank, one layer, through CpuCompute ---------------------------------------
+
+Experiment layer_experiment(int64_t seq) {
+  const nlohmann::json j = {
+      {"name", "dense-layer-test"},
+      {"cluster", "a100-80g-1x8"},
+      {"model",
+       {{"name", "t"}, {"layers", 1}, {"hidden", 64}, {"heads", 2}, {"kv_heads", 1}, {"head_dim", 64},
+        {"intermediate", 96}, {"vocab", 100}, {"tied_embeddings", true}}},
+      {"workload", {{"seq_len", seq}, {"batch", 2}, {"pattern", "dense-causal"}}},
+      {"parallel", {{"cp", 1}, {"checkpoint", "none"}}},
+      {"scope", "layer"}};
+  return parse_experiment(j, "dense_layer_test", "", ConfigStore{});
+}
+
+// The ops decoder_layer.cpp makes for one layer on one rank (no exchanges, so the
+// QKV GEMM writes the attention's own Q and K|V), in dependency order.
+schedule::Schedule layer_schedule(const Experiment& e, int64_t weight_elements) {
+  using schedule::BufferRole;
+  using schedule::DType;
+  using schedule::OpKind;
+  using schedule::Phase;
+  const Model& m = e.model;
+  const int64_t B = e.workload.batch, S = e.workload.seq_len, D = m.head_dim, H = m.hidden, I = m.intermediate;
+  schedule::ScheduleBuilder b(e.resolved, "test");
+  const int r = b.add_rank(0), st = b.add_stream(r, schedule::StreamKind::compute);
+  auto act = [&](const char* n, int64_t w) { return b.add_buffer(r, n, BufferRole::activation, DType::bf16, {B * S, w}); };
+  const int x0 = act("x0", H), x1 = act("x1", H), xn1 = act("xn1", H), h = act("h", H), hn = act("hn", H),
+            gu = act("gu", 2 * I), a = act("act", I), dx = act("dx", H), dact = act("dact", I), dgu = act("dgu", 2 * I),
+            dhn = act("dhn", H), dh = act("dh", H), dxn1 = act("dxn1", H);
+  const int w = b.add_buffer(r, "weights", BufferRole::weight, DType::bf16, {weight_elements});
+  const int wg = b.add_buffer(r, "wgrad", BufferRole::gradient, DType::bf16, {weight_elements});
+  const std::vector<int64_t> qs{B, S, m.heads, D}, kvs{2, B, S, m.kv_heads, D};
+  const int q = b.add_buffer(r, "q", BufferRole::q, DType::bf16, qs), kv = b.add_buffer(r, "kv", BufferRole::kv, DType::bf16, kvs),
+            o = b.add_buffer(r, "o", BufferRole::o, DType::bf16, qs),
+            lse = b.add_buffer(r, "lse", BufferRole::lse, DType::fp32, {B, m.heads, S}),
+            d_o = b.add_buffer(r, "do", BufferRole::d_o, DType::bf16, qs), dq = b.add_buffer(r, "dq", BufferRole::dq, DType::bf16, qs),
+            dkv = b.add_buffer(r, "dkv", BufferRole::dkv, DType::fp32, kvs);
+  // Local order: the second half of the sequence, then the first.
+  const int tokens = b.token_set({{{S / 2, S / 2, 0, 1}, {0, S / 2, 0, 1}}});
+  std::vector<schedule::OpId> chain;
+  auto op = [&](OpKind k, Phase ph, std::vector<int> reads, std::vector<int> writes, int64_t n = 0, int64_t kk = 0) {
+    std::vector<schedule::OpId> deps;
+    if (!chain.empty()) deps.push_back(chain.back());
+    const schedule::OpId id = b.compute(r, st, k, {ph, 0, -1}, {1.0, 0, B * S}, deps);
+    b.set_access(id, std::move(reads), std::move(writes));
+    if (k == OpKind::gemm) b.set_gemm(id, {B * S, n, kk});
+    if (k == OpKind::attn_fwd || k == OpKind::attn_bwd)
+      b.set_attention(id, {tokens, tokens, 0, m.heads, 0, m.kv_heads, schedule::Mask::causal, schedule::IndexSource::none, false});
+    chain.push_back(id);
+  };
+  const int64_t qw = int64_t(m.heads) * D, kvw = int64_t(m.kv_heads) * D;
+  const auto F = Phase::forward, Bw = Phase::backward;
+  op(OpKind::elementwise, F, {x0, w}, {xn1});
+  op(OpKind::gemm, F, {xn1, w}, {q, kv}, qw + 2 * kvw, H);
+  op(OpKind::attn_fwd, F, {q, kv}, {o, lse});
+  op(OpKind::gemm, F, {o, w, x0}, {h}, H, qw);
+  op(OpKind::elementwise, F, {h, w}, {hn});
+  op(OpKind::gemm, F, {hn, w}, {gu}, 2 * I, H);
+  op(OpKind::elementwise, F, {gu}, {a});
+  op(OpKind::gemm, F, {a, w, h}, {x1}, H, I);
+  op(OpKind::gemm, Bw, {dx, a, w}, {dact, wg}, H, I);
+  op(OpKind::elementwise, Bw, {dact, gu}, {dgu});
+  op(OpKind::gemm, Bw, {dgu, hn, w}, {dhn, wg}, 2 * I, H);
+  op(OpKind::elementwise, Bw, {dhn, h, w, dx}, {dh});
+  op(OpKind::gemm, Bw, {dh, w, o}, {wg, d_o}, H, qw);
+  op(OpKind::attn_bwd, Bw, {q, kv, o, lse, d_o}, {dq, dkv});
+  op(OpKind::gemm, Bw, {xn1, w, dq, dkv}, {dxn1, wg}, qw + 2 * kvw, H);
+  op(OpKind::elementwise, Bw, {dxn1, x0, w, dh}, {dx});
+  return std::move(b).build();
+}
+
+TEST(DenseLayer, OneRankLayerPassesTheCheck) {
+  const Experiment e = layer_experiment(256);
+  const schedule::Schedule s = layer_schedule(e, WeightLayout(e.model).total);
+  const schedule::RunPlan plan(s);
+  const BufferInstances in(s);
+  const Layouts l(s, plan.match, e.workload.batch, e.model.head_dim);
+  TensorStore store(s, 0, in.layers());
+  CpuCompute c(s, e, in, store);
+  c.prepare();
+  const DenseLayer d(s, e, l, in, 0);
+  ASSERT_TRUE(d.active());
+  c.use_dense(&d);
+  const uint64_t seed = 11;
+  seed_inputs(s, l, store, seed);
+  d.seed(store, seed);
+  for (const auto& op : s.ops) c.run(op.id);
+  CheckProblem p;
+  p.batch = e.workload.batch, p.seq_len = e.workload.seq_len;
+  p.heads = e.model.heads, p.kv_heads = e.model.kv_heads, p.head_dim = e.model.head_dim;
+  p.seed = seed, p.layer = true, p.hidden = e.model.hidden, p.intermediate = e.model.intermediate;
+  const CheckReport r = check_layer(p, read_outputs(s, l, in, store), {d.read_outputs(store)}, 2e-2);
+  std::vector<std::string> names;
+  for (const auto& t : r.tensors) {
+    names.push_back(t.name);
+    EXPECT_GT(t.max_ref, 0) << t.name;
+    EXPECT_LT(t.max_rel_error, 2e-2) << t.name;  // bf16 storage: a few 1e-3
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"O", "LSE", "dQ", "dK", "dV", "y", "dx", "dW_qkv", "dW_o", "dW_gu", "dW_down"}));
+  EXPECT_TRUE(r.passed());
+  // Another seed's reference is far away: the comparison can fail.
+  p.seed = seed + 1;
+  EXPECT_FALSE(check_layer(p, read_outputs(s, l, in, store), {d.read_outputs(store)}, 2e-2).passed());
+}
+
+TEST(DenseLayer, RefusesWeightsOfAnotherSize) {
+  const Experiment e = layer_experiment(128);
+  const schedule::Schedule s = layer_schedule(e, WeightLayout(e.model).total + 1);
+  const schedule::RunPlan plan(s);
+  const BufferInstances in(s);
+  const Layouts l(s, plan.match, e.workload.batch, e.model.head_dim);
+  try {
+    DenseLayer d(s, e, l, in, 0);
+    FAIL() << "accepted";
+  } catch (const schedule::ScheduleError& x) {
+    EXPECT_NE(std::string(x.what()).find("buffer weights holds"), std::string::npos) << x.what();
+  }
 }
 
 }  // namespace
