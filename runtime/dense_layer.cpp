@@ -362,7 +362,13 @@ void DenseLayer::store_to(const Op& op, int b, std::span<const float> v, TensorS
   for (size_t i = 0; i < n; ++i) put(buf, t, int64_t(i), v[i]);
 }
 
-std::vector<float> DenseLayer::weights(const Op& op, TensorStore& store) const { return load(op, op.weights, store); }
+std::vector<float> DenseLayer::weights(const Op& op, int64_t at, int64_t n, TensorStore& store) const {
+  const auto buf = bytes(op, op.weights, store);
+  const DType t = s_.buffers[size_t(op.weights)].dtype;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = get(buf, t, at + i);
+  return v;
+}
 
 void DenseLayer::add_wgrad(const Op& op, int64_t at, std::span<const float> dw, TensorStore& store) const {
   auto buf = bytes(op, op.wgrad, store);
@@ -390,9 +396,9 @@ void DenseLayer::run(schedule::OpId id, TensorStore& store) const {
   switch (kind_[size_t(id)]) {
     case Kind::norm1:
     case Kind::norm2: {
-      const auto x = load(op, op.x, store), w = weights(op, store);
+      const auto x = load(op, op.x, store), w = weights(op, kind_[size_t(id)] == Kind::norm1 ? w_.norm1 : w_.norm2, H, store);
       std::vector<float> y(x.size());
-      rms_norm(x, std::span(w).subspan(size_t(kind_[size_t(id)] == Kind::norm1 ? w_.norm1 : w_.norm2), size_t(H)), y, H);
+      rms_norm(x, w, y, H);
       store_to(op, op.out, y, store);
       break;
     }
@@ -419,10 +425,9 @@ void DenseLayer::run(schedule::OpId id, TensorStore& store) const {
     case Kind::norm2_bwd:
     case Kind::norm1_bwd: {
       const auto x = load(op, op.x, store), dy = load(op, op.dy, store), res = load(op, op.residual, store),
-                 w = weights(op, store);
+                 w = weights(op, kind_[size_t(id)] == Kind::norm1_bwd ? w_.norm1 : w_.norm2, H, store);
       std::vector<float> dx(x.size());
-      rms_norm_backward(x, std::span(w).subspan(size_t(kind_[size_t(id)] == Kind::norm1_bwd ? w_.norm1 : w_.norm2), size_t(H)),
-                        dy, res, dx, H);
+      rms_norm_backward(x, w, dy, res, dx, H);
       store_to(op, op.out, dx, store);
       break;
     }
@@ -434,20 +439,20 @@ void DenseLayer::run(schedule::OpId id, TensorStore& store) const {
 
 // out = x W (+ residual); W is the [k x n] block of the weights at `w_at`.
 void DenseLayer::gemm_fwd(const Op& op, TensorStore& store, int64_t w_at, int64_t k, int64_t n) const {
-  const auto x = load(op, op.x, store), w = weights(op, store);
+  const auto x = load(op, op.x, store), w = weights(op, w_at, k * n, store);
   const int64_t m = int64_t(x.size()) / k;
   std::vector<float> out = op.residual >= 0 ? load(op, op.residual, store) : std::vector<float>(size_t(m * n), 0.f);
   out.resize(size_t(m * n), 0.f);
-  sgemm(false, false, m, n, k, x.data(), w.data() + w_at, 1.f, out.data());
+  sgemm(false, false, m, n, k, x.data(), w.data(), 1.f, out.data());
   store_to(op, op.out, out, store);
 }
 
 // dX = dY W^T into `out`; dW = X^T dY added into wgrad at `w_at`.
 void DenseLayer::gemm_bwd(const Op& op, TensorStore& store, int64_t w_at, int64_t k, int64_t n) const {
-  const auto dy = load(op, op.dy, store), x = load(op, op.x, store), w = weights(op, store);
+  const auto dy = load(op, op.dy, store), x = load(op, op.x, store), w = weights(op, w_at, k * n, store);
   const int64_t m = int64_t(dy.size()) / n;
   std::vector<float> dx(size_t(m * k)), dw(size_t(k * n));
-  sgemm(false, true, m, k, n, dy.data(), w.data() + w_at, 0.f, dx.data());
+  sgemm(false, true, m, k, n, dy.data(), w.data(), 0.f, dx.data());
   sgemm(true, false, k, n, m, x.data(), dy.data(), 0.f, dw.data());
   store_to(op, op.out, dx, store);
   if (op.zero_wgrad) {
@@ -458,10 +463,11 @@ void DenseLayer::gemm_bwd(const Op& op, TensorStore& store, int64_t w_at, int64_
 }
 
 void DenseLayer::qkv(const Op& op, TensorStore& store) const {
-  const auto x = load(op, op.x, store), w = weights(op, store);
-  const int64_t K = w_.hidden, N = w_.qkv_width(), m = int64_t(x.size()) / K;
+  const int64_t K = w_.hidden, N = w_.qkv_width();
+  const auto x = load(op, op.x, store), w = weights(op, w_.qkv, K * N, store);
+  const int64_t m = int64_t(x.size()) / K;
   std::vector<float> y(size_t(m * N));
-  sgemm(false, false, m, N, K, x.data(), w.data() + w_.qkv, 0.f, y.data());
+  sgemm(false, false, m, N, K, x.data(), w.data(), 0.f, y.data());
   auto q = bytes(op, op.q, store), kv = bytes(op, op.kv, store);
   const DType qt = s_.buffers[size_t(op.q)].dtype, kvt = s_.buffers[size_t(op.kv)].dtype;
   for (int64_t r = 0; r < m; ++r) {
@@ -473,7 +479,7 @@ void DenseLayer::qkv(const Op& op, TensorStore& store) const {
 }
 
 void DenseLayer::o_proj(const Op& op, TensorStore& store) const {
-  const auto w = weights(op, store);
+  const auto w = weights(op, w_.o, w_.q * w_.hidden, store);
   std::vector<float> h = load(op, op.residual, store);
   const int64_t m = int64_t(h.size()) / w_.hidden;
   const auto ob = bytes(op, op.o, store);
@@ -481,19 +487,19 @@ void DenseLayer::o_proj(const Op& op, TensorStore& store) const {
   std::vector<float> o(size_t(m * w_.q));
   for (int64_t r = 0; r < m; ++r)
     for (int64_t c = 0; c < w_.q; ++c) o[size_t(r * w_.q + c)] = get(ob, ot, at_q(op.o, r, c));
-  sgemm(false, false, m, w_.hidden, w_.q, o.data(), w.data() + w_.o, 1.f, h.data());
+  sgemm(false, false, m, w_.hidden, w_.q, o.data(), w.data(), 1.f, h.data());
   store_to(op, op.out, h, store);
 }
 
 void DenseLayer::o_proj_bwd(const Op& op, TensorStore& store) const {
-  const auto dh = load(op, op.dy, store), w = weights(op, store);
+  const auto dh = load(op, op.dy, store), w = weights(op, w_.o, w_.q * w_.hidden, store);
   const int64_t m = int64_t(dh.size()) / w_.hidden, q = w_.q;
   const auto ob = bytes(op, op.o, store);
   const DType ot = s_.buffers[size_t(op.o)].dtype, dt = s_.buffers[size_t(op.d_o)].dtype;
   std::vector<float> o(size_t(m * q)), d_o(size_t(m * q)), dw(size_t(q * w_.hidden));
   for (int64_t r = 0; r < m; ++r)
     for (int64_t c = 0; c < q; ++c) o[size_t(r * q + c)] = get(ob, ot, at_q(op.o, r, c));
-  sgemm(false, true, m, q, w_.hidden, dh.data(), w.data() + w_.o, 0.f, d_o.data());
+  sgemm(false, true, m, q, w_.hidden, dh.data(), w.data(), 0.f, d_o.data());
   sgemm(true, false, q, w_.hidden, m, o.data(), dh.data(), 0.f, dw.data());
   auto db = bytes(op, op.d_o, store);
   for (int64_t r = 0; r < m; ++r)
@@ -506,8 +512,9 @@ void DenseLayer::o_proj_bwd(const Op& op, TensorStore& store) const {
 }
 
 void DenseLayer::qkv_bwd(const Op& op, TensorStore& store) const {
-  const auto x = load(op, op.x, store), w = weights(op, store);
-  const int64_t K = w_.hidden, N = w_.qkv_width(), m = int64_t(x.size()) / K;
+  const int64_t K = w_.hidden, N = w_.qkv_width();
+  const auto x = load(op, op.x, store), w = weights(op, w_.qkv, K * N, store);
+  const int64_t m = int64_t(x.size()) / K;
   const auto dq = bytes(op, op.dq, store), dkv = bytes(op, op.dkv, store);
   const DType qt = s_.buffers[size_t(op.dq)].dtype, kvt = s_.buffers[size_t(op.dkv)].dtype;
   std::vector<float> dy(size_t(m * N)), dx(size_t(m * K)), dw(size_t(K * N));
@@ -517,7 +524,7 @@ void DenseLayer::qkv_bwd(const Op& op, TensorStore& store) const {
     for (int part = 0; part < 2; ++part)
       for (int64_t c = 0; c < w_.kv; ++c) yr[w_.q + part * w_.kv + c] = get(dkv, kvt, at_kv(op.dkv, part, r, c));
   }
-  sgemm(false, true, m, K, N, dy.data(), w.data() + w_.qkv, 0.f, dx.data());
+  sgemm(false, true, m, K, N, dy.data(), w.data(), 0.f, dx.data());
   sgemm(true, false, K, N, m, x.data(), dy.data(), 0.f, dw.data());
   store_to(op, op.out, dx, store);
   if (op.zero_wgrad) {

@@ -125,7 +125,8 @@ class DenseLayer {
   std::span<std::byte> bytes(const Op& op, int b, TensorStore& store) const;
   std::vector<float> load(const Op& op, int b, TensorStore& store) const;
   void store_to(const Op& op, int b, std::span<const float> v, TensorStore& store) const;
-  std::vector<float> weights(const Op& op, TensorStore& store) const;
+  // Elements [at, at + n) of the op's weights: one parameter's block.
+  std::vector<float> weights(const Op& op, int64_t at, int64_t n, TensorStore& store) const;
   void add_wgrad(const Op& op, int64_t at, std::span<const float> dw, TensorStore& store) const;
   // For an attention buffer: local element offset of (row r, column c of the q or kv block).
   int64_t at_q(int b, int64_t r, int64_t c) const;
