@@ -187,6 +187,26 @@ DenseOutputs unpack_dense(std::string_view bytes) {
 
 // ---- the layer on the Schedule's buffers ------------------------------------------------
 
+DenseLayer::Widths DenseLayer::widths(Kind k, const WeightLayout& w) {
+  const int64_t H = w.hidden, I = w.inter;
+  switch (k) {
+    case Kind::norm1: case Kind::norm2: return {H, H, 0, 0};
+    case Kind::swiglu: return {2 * I, I, 0, 0};
+    case Kind::qkv: return {H, 0, 0, 0};
+    case Kind::o_proj: return {0, H, 0, H};
+    case Kind::gate_up: return {H, 2 * I, 0, 0};
+    case Kind::down: return {I, H, 0, H};
+    case Kind::down_bwd: return {I, I, H, 0};
+    case Kind::swiglu_bwd: return {2 * I, 2 * I, I, 0};
+    case Kind::gate_up_bwd: return {H, H, 2 * I, 0};
+    case Kind::norm2_bwd: case Kind::norm1_bwd: return {H, H, H, H};
+    case Kind::o_proj_bwd: return {0, 0, H, 0};
+    case Kind::qkv_bwd: return {H, H, 0, 0};
+    case Kind::none: break;
+  }
+  return {};
+}
+
 DenseLayer::DenseLayer(const schedule::Schedule& s, const Experiment& e, const Layouts& l, const BufferInstances& in,
                        int rank)
     : s_(s), l_(l), in_(in), rank_(rank), w_(e.model), batch_(e.workload.batch), head_dim_(e.model.head_dim) {
@@ -324,13 +344,15 @@ DenseLayer::DenseLayer(const schedule::Schedule& s, const Experiment& e, const L
       throw schedule::ScheduleError(schedule::describe(s, o.id) + ": buffer wgrad holds " +
                                     std::to_string(s.buffers[size_t(o.wgrad)].elements()) + " elements; expected " +
                                     std::to_string(w_.total));
-    for (int b : {o.x, o.out, o.dy, o.residual}) {
+    // Dense buffers hold rows x their width exactly, in fp32 or bf16.
+    const Widths wd = widths(kind_[size_t(o.id)], w_);
+    for (auto [b, width] : {std::pair{o.x, wd.x}, {o.out, wd.out}, {o.dy, wd.dy}, {o.residual, wd.residual}}) {
       if (b < 0 || l.of(b)) continue;  // attention buffers are checked above
-      const int64_t n = s.buffers[size_t(b)].elements();
-      if (n % rows != 0)
-        throw schedule::ScheduleError(schedule::describe(s, o.id) + ": buffer " + name(b) + " holds " + std::to_string(n) +
-                                      " elements, not rows x features for the " + std::to_string(rows) +
-                                      " dense rows of the attention's layout");
+      const schedule::Buffer& buf = s.buffers[size_t(b)];
+      if (buf.elements() != rows * width || (buf.dtype != DType::bf16 && buf.dtype != DType::fp32))
+        throw schedule::ScheduleError(schedule::describe(s, o.id) + ": buffer " + name(b) + " holds " +
+                                      std::to_string(buf.elements()) + " elements; expected " + std::to_string(rows) +
+                                      " dense rows x " + std::to_string(width) + " features in bf16 or fp32");
     }
     const Kind k = kind_[size_t(o.id)];
     if (o.weights >= 0) weights_ = o.weights;

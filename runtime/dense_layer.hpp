@@ -100,6 +100,11 @@ class DenseLayer {
     none, norm1, qkv, o_proj, norm2, gate_up, swiglu, down,
     down_bwd, swiglu_bwd, gate_up_bwd, norm2_bwd, o_proj_bwd, qkv_bwd, norm1_bwd
   };
+  // Features per row of an op's dense x, out, dy and residual buffers (0: unused).
+  struct Widths {
+    int64_t x = 0, out = 0, dy = 0, residual = 0;
+  };
+  static Widths widths(Kind k, const WeightLayout& w);
   // The buffers an op's semantics use (-1 where it has none).
   struct Op {
     schedule::OpId id = -1;
