@@ -279,6 +279,23 @@ TEST(DenseLayer, OneRankLayerPassesTheCheck) {
   // Another seed's reference is far away: the comparison can fail.
   p.seed = seed + 1;
   EXPECT_FALSE(check_layer(p, read_outputs(s, l, in, store), {d.read_outputs(store)}, 2e-2).passed());
+  // A token row held twice is an error, not an average.
+  p.seed = seed;
+  EXPECT_THROW(check_layer(p, read_outputs(s, l, in, store), {d.read_outputs(store), d.read_outputs(store)}, 2e-2),
+               std::runtime_error);
+}
+
+TEST(DenseLayer, TensorParallelStaysTimingOnly) {
+  Experiment e = layer_experiment(128);
+  const schedule::Schedule s = layer_schedule(e, WeightLayout(e.model).total);
+  const schedule::RunPlan plan(s);
+  const BufferInstances in(s);
+  const Layouts l(s, plan.match, e.workload.batch, e.model.head_dim);
+  EXPECT_TRUE(DenseLayer(s, e, l, in, 0).active());
+  e.parallel.tp = 2;
+  const DenseLayer d(s, e, l, in, 0);
+  EXPECT_FALSE(d.active());
+  for (const auto& op : s.ops) EXPECT_FALSE(d.runs(op.id));
 }
 
 TEST(DenseLayer, RefusesWeightsOfAnotherSize) {
