@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "runtime/reference.hpp"
+#include "runtime/reference_layer.hpp"
 
 namespace rm::runtime {
 
@@ -13,7 +14,7 @@ using schedule::BufferRole;
 
 bool CheckReport::passed() const {
   for (const auto& t : tensors)
-    if (!(t.max_rel_error <= bound)) return false;
+    if (!t.passed()) return false;
   return !tensors.empty();
 }
 
@@ -38,8 +39,10 @@ struct Global {
   }
 };
 
-TensorCheck compare(const std::string& name, const std::vector<float>& got, const std::vector<float>& want) {
+TensorCheck compare(const std::string& name, const std::vector<float>& got, const std::vector<float>& want,
+                    double bound) {
   TensorCheck t{name, int64_t(want.size())};
+  t.bound = bound;
   for (size_t i = 0; i < want.size(); ++i) {
     const double w = want[i], g = got[i];
     if (std::isinf(w) && std::isinf(g) && (w < 0) == (g < 0)) continue;  // rows that see no key: -inf in both
@@ -54,6 +57,17 @@ TensorCheck compare(const std::string& name, const std::vector<float>& got, cons
 }  // namespace
 
 CheckReport check_attention(const CheckProblem& p, const std::vector<OutputSlice>& slices, double bound) {
+  ReferenceProblem rp;
+  rp.batch = p.batch;
+  rp.seq_len = int32_t(p.seq_len);
+  rp.heads = p.heads, rp.kv_heads = p.kv_heads, rp.head_dim = p.head_dim;
+  rp.causal = p.causal, rp.seed = p.seed, rp.backward = p.backward;
+  rp.index = p.index;
+  return check_attention_against(p, slices, reference_attention(rp), bound);
+}
+
+CheckReport check_attention_against(const CheckProblem& p, const std::vector<OutputSlice>& slices,
+                                    const ReferenceResult& ref, double bound) {
   const size_t B = size_t(p.batch), S = size_t(p.seq_len), H = size_t(p.heads), KVH = size_t(p.kv_heads),
                D = size_t(p.head_dim);
   Global o("O", B * H * S * D), lse("LSE", B * H * S), dq("dQ", B * H * S * D), dk("dK", B * KVH * S * D),
@@ -78,21 +92,57 @@ CheckReport check_attention(const CheckProblem& p, const std::vector<OutputSlice
             for (size_t d = 0; d < D; ++d) dst.put(g * D + d, x.values.at(size_t(row) * D + d));
           }
   }
-  ReferenceProblem rp;
-  rp.batch = p.batch;
-  rp.seq_len = int32_t(p.seq_len);
-  rp.heads = p.heads, rp.kv_heads = p.kv_heads, rp.head_dim = p.head_dim;
-  rp.causal = p.causal, rp.seed = p.seed, rp.backward = p.backward;
-  rp.index = p.index;
-  const ReferenceResult ref = reference_attention(rp);
   CheckReport r;
   r.bound = bound;
   std::vector<std::pair<Global*, const std::vector<float>*>> all{{&o, &ref.o}, {&lse, &ref.lse}};
   if (p.backward) all.insert(all.end(), {{&dq, &ref.dq}, {&dk, &ref.dk}, {&dv, &ref.dv}});
   for (auto [g, want] : all) {
     g->require_covered();
-    r.tensors.push_back(compare(g->name, g->got, *want));
+    const bool tight = (g == &lse && p.tight_lse) || (g == &dv && p.tight_dv);
+    r.tensors.push_back(compare(g->name, g->got, *want, tight ? std::min(bound, kFp32PathBound) : bound));
   }
+  return r;
+}
+
+CheckReport check_layer(const CheckProblem& p, const std::vector<OutputSlice>& slices,
+                        const std::vector<DenseOutputs>& dense, double bound) {
+  LayerProblem lp;
+  lp.batch = p.batch, lp.seq_len = int32_t(p.seq_len), lp.hidden = p.hidden, lp.intermediate = p.intermediate;
+  lp.heads = p.heads, lp.kv_heads = p.kv_heads, lp.head_dim = p.head_dim;
+  lp.causal = p.causal, lp.backward = p.backward, lp.seed = p.seed, lp.layer = p.layer_index, lp.index = p.index;
+  const LayerResult ref = reference_layer(lp, seeded_layer_inputs(lp));
+  CheckReport r = check_attention_against(p, slices, ref.attention, bound);
+  // Dense rows: rank row b x T + t is global row b x S + tokens[t].
+  const size_t H = size_t(p.hidden), S = size_t(p.seq_len), B = size_t(p.batch);
+  Global y("y", B * S * H), dx("dx", B * S * H);
+  std::vector<float> wgrad(p.backward ? ref.wgrad.size() : 0, 0.f);
+  for (const DenseOutputs& d : dense) {
+    const size_t T = d.tokens.size();
+    if (d.layer != p.layer_index || (p.backward && d.wgrad.size() != wgrad.size()) || d.y.size() != B * T * H)
+      throw std::runtime_error(fmt::format("rank {}: its dense outputs do not match layer {}", d.rank, p.layer_index));
+    for (size_t row = 0; row < B * T; ++row)
+      for (size_t f = 0; f < H; ++f) {
+        const size_t g = ((row / T) * S + size_t(d.tokens[row % T])) * H + f;
+        y.put(g, d.y[row * H + f]);
+        if (p.backward) dx.put(g, d.dx.at(row * H + f));
+      }
+    for (size_t i = 0; i < wgrad.size(); ++i) wgrad[i] += d.wgrad[i];
+  }
+  y.require_covered();
+  r.tensors.push_back(compare("y", y.got, ref.y, bound));
+  if (!p.backward) return r;
+  dx.require_covered();
+  r.tensors.push_back(compare("dx", dx.got, ref.dx, bound));
+  const WeightLayout w(lp.model());
+  auto part = [&](const char* name, int64_t at, int64_t n) {
+    const auto first = size_t(at), last = size_t(at + n);
+    r.tensors.push_back(compare(name, std::vector<float>(wgrad.begin() + long(first), wgrad.begin() + long(last)),
+                                std::vector<float>(ref.wgrad.begin() + long(first), ref.wgrad.begin() + long(last)), bound));
+  };
+  part("dW_qkv", w.qkv, w.hidden * w.qkv_width());
+  part("dW_o", w.o, w.q * w.hidden);
+  part("dW_gu", w.gu, w.hidden * 2 * w.inter);
+  part("dW_down", w.down, w.inter * w.hidden);
   return r;
 }
 

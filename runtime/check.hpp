@@ -10,20 +10,30 @@
 #include <vector>
 
 #include "kernels/tile.hpp"
+#include "runtime/dense_layer.hpp"
 #include "runtime/inputs.hpp"
+#include "runtime/reference.hpp"
 #include "sim/config/experiment.hpp"
 
 namespace rm::runtime {
 
+// The bound of a tensor that never passes through bf16 on its way (with seeded
+// bf16-exact inputs: LSE, and dV when dK|dV stay fp32). Its noise is ~5e-7, while a
+// lost ring step moves it by > 4e-3 even at cp = 32 — where the bf16 bound (2e-2)
+// would miss it (docs/runtime-check.md, "The bound").
+inline constexpr double kFp32PathBound = 1e-4;
+
 struct TensorCheck {
-  std::string name;  // "O", "LSE", "dQ", "dK", "dV"
+  std::string name;  // "O", "LSE", "dQ", "dK", "dV", ...
   int64_t elements = 0;
   double max_abs_error = 0, max_ref = 0, max_rel_error = 0;
+  double bound = 0;  // what this tensor may reach
+  bool passed() const { return max_rel_error <= bound; }
 };
 
 struct CheckReport {
   std::vector<TensorCheck> tensors;
-  double bound = 0;
+  double bound = 0;  // the bf16 bound (--check-bound); some tensors have a tighter one
   bool passed() const;
 };
 
@@ -33,10 +43,25 @@ struct CheckProblem {
   bool causal = true, backward = true;
   uint64_t seed = 1;
   kernels::SparseIndex index;  // dense, or per global query head
+  // Attention scopes: LSE, and dV when every dK|dV buffer is fp32, are held to kFp32PathBound.
+  bool tight_lse = false, tight_dv = false;
+  // The layer scope (check_layer): the dense sizes and the layer checked.
+  bool layer = false;
+  int64_t hidden = 0, intermediate = 0;
+  int layer_index = 0;
 };
 
 // Throws std::runtime_error when the slices overlap, leave elements uncovered or
 // lie outside the problem.
 CheckReport check_attention(const CheckProblem& p, const std::vector<OutputSlice>& slices, double bound);
+// The same against a given reference (the attention inside a layer).
+CheckReport check_attention_against(const CheckProblem& p, const std::vector<OutputSlice>& slices,
+                                    const ReferenceResult& ref, double bound);
+// The layer scope: the attention's tensors as above, plus the layer output y,
+// its input gradient dx (each token row from exactly one rank) and the GEMM
+// weight gradients (summed over the ranks: no reduction in the Schedule),
+// against reference_layer.hpp on the same seed.
+CheckReport check_layer(const CheckProblem& p, const std::vector<OutputSlice>& slices,
+                        const std::vector<DenseOutputs>& dense, double bound);
 
 }  // namespace rm::runtime

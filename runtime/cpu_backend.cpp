@@ -47,12 +47,13 @@ struct CpuBackend::Worker {
       const double t0 = steady_now_s();
       std::exception_ptr error;
       try {
-        if (op == backend.fault_op_) {
-          if (backend.fault_hang_)
-            for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+        if (op != backend.fault_op_) {
+          backend.compute_.run(op);
+        } else if (backend.fault_ == Fault::hang) {
+          for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+        } else if (backend.fault_ == Fault::fail) {
           throw std::runtime_error("injected fault (--inject-fault)");
         }
-        backend.compute_.run(op);
       } catch (...) {
         error = std::current_exception();
       }

@@ -54,9 +54,10 @@ class CpuBackend final : public schedule::RunBackend {
   // its run was posted (as the engines time them). Throws the first failure, naming the op.
   std::vector<OpSample> run_once(int iteration = 0);
 
-  // Testing aid (--inject-fault): op `op` of this rank throws (hang false) or never
-  // returns (hang true) when it runs, as a failing kernel or a stuck device would.
-  void inject_fault(schedule::OpId op, bool hang) { fault_op_ = op, fault_hang_ = hang; }
+  // Testing aid (--inject-fault): op `op` of this rank throws, never returns (a stuck
+  // device) or silently does nothing (a lost ring step, which --check must catch).
+  enum class Fault { fail, hang, skip };
+  void inject_fault(schedule::OpId op, Fault f) { fault_op_ = op, fault_ = f; }
 
   void post(schedule::OpId op) override;
   void start_compute(schedule::OpId op) override;
@@ -113,7 +114,7 @@ class CpuBackend final : public schedule::RunBackend {
   std::exception_ptr failure_;
   schedule::OpId failed_op_ = -1;
   schedule::OpId fault_op_ = -1;
-  bool fault_hang_ = false;
+  Fault fault_ = Fault::fail;
 };
 
 }  // namespace rm::runtime

@@ -3,9 +3,10 @@
 // per (descriptor, layer) before the timed run, merged into O|LSE or dQ as the
 // descriptor says; GEMMs through OpenBLAS at the Schedule's (m, n, k); the
 // elementwise ops that accompany the ring (merges, dK|dV additions, whose data
-// effect the attention op and the send apply) and the dense layer's norms and
-// activations as a read pass over their inputs — their memory traffic, which is
-// what the model charges for them.
+// effect the attention op and the send apply) and, with tp > 1, the dense
+// layer's norms and activations as a read pass over their inputs — their memory
+// traffic, which is what the model charges for them. With tp = 1 the dense
+// layer's ops run numerically instead (dense_layer.hpp).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 
 #include "kernels/plan.hpp"
 #include "runtime/buffer_instances.hpp"
+#include "runtime/dense_layer.hpp"
 #include "runtime/layouts.hpp"
 #include "runtime/tensor_store.hpp"
 #include "sim/config/experiment.hpp"
@@ -38,6 +40,8 @@ class CpuCompute {
   // Executes compute op `op` (of this rank). Ops on different streams may run at
   // once: the Schedule orders every access to a buffer.
   void run(schedule::OpId op);
+  // The dense layer's norms, GEMMs and SwiGLU run numerically through `d` (tp = 1).
+  void use_dense(const DenseLayer* d) { dense_ = d; }
 
  private:
   void attention(const schedule::Op& op, bool backward);
@@ -52,6 +56,7 @@ class CpuCompute {
   TensorStore& store_;
   AttentionPatterns patterns_;
   std::map<std::pair<int, int>, kernels::TilePlan> plans_;  // (detail, layer or -1) -> plan
+  const DenseLayer* dense_ = nullptr;
 };
 
 }  // namespace rm::runtime

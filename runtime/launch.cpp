@@ -17,6 +17,7 @@
 #include "runtime/check.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/cpu_compute.hpp"
+#include "runtime/dense_layer.hpp"
 #include "runtime/inputs.hpp"
 #include "runtime/layouts.hpp"
 #include "runtime/measured_timeline.hpp"
@@ -57,11 +58,12 @@ struct Prepared {
   std::unique_ptr<Layouts> layouts;
   std::unique_ptr<TensorStore> store;
   std::unique_ptr<CpuCompute> compute;
+  std::unique_ptr<DenseLayer> dense;
   std::optional<CheckProblem> check;  // with --check
   struct Fault {
     int rank = 0;
     schedule::OpId op = 0;
-    bool hang = false;
+    CpuBackend::Fault kind = CpuBackend::Fault::fail;
   };
   std::optional<Fault> fault;
 };
@@ -71,23 +73,30 @@ Prepared::Fault parse_fault(const std::string& text, const schedule::Schedule& s
   char kind[8] = {0};
   long long op = -1;
   if (std::sscanf(text.c_str(), "%d:%lld:%7s", &f.rank, &op, kind) != 3 ||
-      (std::string(kind) != "fail" && std::string(kind) != "hang"))
-    throw ConfigError("--inject-fault " + text + ": expected RANK:OP:fail or RANK:OP:hang");
+      (std::string(kind) != "fail" && std::string(kind) != "hang" && std::string(kind) != "skip"))
+    throw ConfigError("--inject-fault " + text + ": expected RANK:OP:fail, RANK:OP:hang or RANK:OP:skip");
   if (op < 0 || size_t(op) >= s.ops.size() || s.ops[size_t(op)].rank != f.rank ||
       !schedule::is_compute(s.ops[size_t(op)].kind))
     throw ConfigError("--inject-fault " + text + ": op " + std::to_string(op) + " is not a compute op of rank " +
                       std::to_string(f.rank));
   f.op = op;
-  f.hang = std::string(kind) == "hang";
+  f.kind = std::string(kind) == "hang"   ? CpuBackend::Fault::hang
+           : std::string(kind) == "skip" ? CpuBackend::Fault::skip
+                                         : CpuBackend::Fault::fail;
   return f;
 }
 
 // What --check compares: the attention of the Schedule's one layer, on the same seed.
 CheckProblem check_problem(const LaunchOptions& o, const Prepared& p) {
-  if (p.e.scope != Scope::attention_fwd && p.e.scope != Scope::attention_fwd_bwd)
-    throw ConfigError(o.schedule + ": --check compares attention outputs and gradients: export the Schedule with scope "
-                                   "attention_fwd or attention_fwd_bwd (layer and step scopes run for timing only)");
+  if (p.e.scope != Scope::attention_fwd && p.e.scope != Scope::attention_fwd_bwd && p.e.scope != Scope::layer)
+    throw ConfigError(o.schedule + ": --check compares attention and layer outputs and gradients: export the Schedule "
+                                   "with scope attention_fwd, attention_fwd_bwd or layer (the step scope runs for timing only)");
+  if (p.e.scope == Scope::layer && p.e.parallel.tp != 1)
+    throw ConfigError(fmt::format("{}: --check of the layer scope needs tp = 1 (with tp > 1 the dense layer runs for "
+                                  "timing only); this Schedule has tp = {}", o.schedule, p.e.parallel.tp));
   CheckProblem c;
+  c.layer = p.e.scope == Scope::layer;
+  c.hidden = p.e.model.hidden, c.intermediate = p.e.model.intermediate;
   c.batch = p.e.workload.batch, c.seq_len = p.e.workload.seq_len;
   c.heads = p.e.model.heads, c.kv_heads = p.e.model.kv_heads, c.head_dim = p.e.model.head_dim;
   c.causal = pattern_causal(p.e);
@@ -105,6 +114,18 @@ CheckProblem check_problem(const LaunchOptions& o, const Prepared& p) {
     }
   }
   if (pattern) c.index = pattern_index(p.e, layer);
+  if (!c.layer) {
+    // LSE and (with fp32 dK|dV everywhere) dV never pass through bf16 in attention scopes.
+    c.tight_lse = true;
+    c.tight_dv = true;
+    for (const auto& b : p.s.buffers) {
+      const Layout* l = p.layouts->of(b.id);
+      const bool dkv = b.role == schedule::BufferRole::dkv || b.role == schedule::BufferRole::dkv_slot ||
+                       (l && l->content == schedule::BufferRole::dkv);
+      if (dkv && b.dtype != schedule::DType::fp32) c.tight_dv = false;
+    }
+  }
+  c.layer_index = std::max(layer, 0);
   return c;
 }
 
@@ -136,6 +157,8 @@ void prepare(const LaunchOptions& o, const World& world, Prepared& p) {
   p.store = std::make_unique<TensorStore>(p.s, world.rank(), p.instances->layers());
   p.compute = std::make_unique<CpuCompute>(p.s, p.e, *p.instances, *p.store);
   p.compute->prepare();
+  p.dense = std::make_unique<DenseLayer>(p.s, p.e, *p.layouts, *p.instances, world.rank());
+  p.compute->use_dense(p.dense.get());
   if (o.check) p.check = check_problem(o, p);
   if (!o.inject_fault.empty()) p.fault = parse_fault(o.inject_fault, p.s);
 }
@@ -151,20 +174,24 @@ CheckOutcome run_check(const LaunchOptions& o, const Prepared& p, CpuBackend& ba
   backend.run_once();
   const auto mine = pack(read_outputs(p.s, *p.layouts, *p.instances, *p.store));
   const auto all = world.gather(mine);
+  const auto dense = world.gather(p.check->layer ? pack(p.dense->read_outputs(*p.store)) : std::string());
   CheckOutcome out;
   std::string verdict;
   if (world.rank() == 0) {
     std::vector<OutputSlice> slices;
     for (const auto& bytes : all)
       for (auto& x : unpack_outputs(bytes)) slices.push_back(std::move(x));
-    out.report = check_attention(*p.check, slices, o.check_bound);
+    std::vector<DenseOutputs> layer;
+    for (const auto& bytes : p.check->layer ? dense : std::vector<std::string>{}) layer.push_back(unpack_dense(bytes));
+    out.report = p.check->layer ? check_layer(*p.check, slices, layer, o.check_bound)
+                                : check_attention(*p.check, slices, o.check_bound);
     if (!o.json) {
-      std::printf("check against the single-process reference (seed %llu, bound %.1e on max |got-ref| / max |ref|):\n",
-                  static_cast<unsigned long long>(o.seed), o.check_bound);
-      std::printf("  %-4s %12s %12s %12s  %s\n", "", "elements", "max |ref|", "max rel err", "");
+      std::printf("check against the single-process reference (seed %llu; error = max |got-ref| / max |ref|):\n",
+                  static_cast<unsigned long long>(o.seed));
+      std::printf("  %-7s %12s %12s %12s %9s  %s\n", "", "elements", "max |ref|", "max rel err", "bound", "");
       for (const auto& t : out.report->tensors)
-        std::printf("  %-4s %12lld %12.4g %12.3e  %s\n", t.name.c_str(), static_cast<long long>(t.elements), t.max_ref,
-                    t.max_rel_error, t.max_rel_error <= out.report->bound ? "ok" : "ABOVE THE BOUND");
+        std::printf("  %-7s %12lld %12.4g %12.3e %9.0e  %s\n", t.name.c_str(), static_cast<long long>(t.elements),
+                    t.max_ref, t.max_rel_error, t.bound, t.passed() ? "ok" : "ABOVE THE BOUND");
       std::fflush(stdout);
     }
     verdict = out.report->passed() ? "pass" : "fail";
@@ -228,8 +255,9 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
   try {
     world.make_group_comms(p.s);
     seed_inputs(p.s, *p.layouts, *p.store, o.seed);
+    p.dense->seed(*p.store, o.seed);
     CpuBackend backend(p.s, *p.plan, *p.layouts, *p.instances, *p.store, *p.compute, world, o.stall_timeout_s);
-    if (p.fault && p.fault->rank == world.rank()) backend.inject_fault(p.fault->op, p.fault->hang);
+    if (p.fault && p.fault->rank == world.rank()) backend.inject_fault(p.fault->op, p.fault->kind);
     const std::vector<ClockOffset> clocks = world.clock_offsets(kPingRounds);
     world.barrier();
     CheckOutcome check;
@@ -241,11 +269,13 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
       }
     }
     for (int i = 0; i < o.warmup; ++i) {
+      p.dense->reseed_gradient(*p.store, o.seed);
       backend.run_once();
       world.barrier();
     }
     std::vector<OpSample> samples;
     for (int i = 0; i < o.iters; ++i) {
+      p.dense->reseed_gradient(*p.store, o.seed);
       const auto one = backend.run_once(i);
       samples.insert(samples.end(), one.begin(), one.end());
       world.barrier();

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
                  "GB one rank may allocate (default: the machine's available memory shared by its ranks)")
       ->check(CLI::PositiveNumber);
   app.add_option("--inject-fault", o.inject_fault,
-                 "Testing aid: RANK:OP:fail makes that op throw, RANK:OP:hang makes it never return");
+                 "Testing aid: RANK:OP:fail makes that compute op throw, :hang never return, :skip do nothing");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

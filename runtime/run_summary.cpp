@@ -30,7 +30,8 @@ nlohmann::json summary_json(const traces::Timeline& t, const std::optional<Check
     nlohmann::json c = {{"bound", check->bound}, {"passed", check->passed()}, {"tensors", nlohmann::json::array()}};
     for (const auto& x : check->tensors)
       c["tensors"].push_back({{"name", x.name}, {"elements", x.elements}, {"max_rel_error", x.max_rel_error},
-                              {"max_abs_error", x.max_abs_error}, {"max_ref", x.max_ref}});
+                              {"max_abs_error", x.max_abs_error}, {"max_ref", x.max_ref},
+                              {"bound", x.bound}, {"passed", x.passed()}});
     j["check"] = c;
   }
   if (!trace_path.empty()) j["trace"] = trace_path;

@@ -194,6 +194,23 @@ TEST_F(RuntimeRun, RefusesATraceIntoAMissingFolder) {
   expect_refused(run(2, "--schedule '" + s + "' --trace /nonexistent/dir/t.json"), "does not exist");
 }
 
+// A lost ring step at cp = 8 moves O, dQ and dK by less than the bf16 bound; the
+// fp32-path bound on LSE and dV (docs/runtime-check.md) is what catches it.
+TEST_F(RuntimeRun, ALostRingStepFailsTheCheckAtCp8) {
+  const std::string s = schedule("lost-step", "--set parallel.cp=8 --set cluster.gpus_per_node=8");
+  const rm::schedule::Schedule sched = rm::schedule::read_schedule(s);
+  for (const auto kind : {rm::schedule::OpKind::attn_fwd, rm::schedule::OpKind::attn_bwd}) {
+    rm::schedule::OpId last = -1;  // rank 0's op of this kind at the last ring step
+    for (const auto& op : sched.ops)
+      if (op.rank == 0 && op.kind == kind && (last < 0 || op.step >= sched.ops[size_t(last)].step)) last = op.id;
+    ASSERT_GE(last, 0);
+    ASSERT_EQ(sched.ops[size_t(last)].step, 7);
+    const Shell r = run(8, "--schedule '" + s + "' --check --iters 1 --inject-fault 0:" + std::to_string(last) + ":skip");
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_THAT(r.out, ::testing::ContainsRegex("dV .* 1e-04  ABOVE THE BOUND")) << r.out;
+  }
+}
+
 TEST_F(RuntimeRun, CheckFailsAboveItsBound) {
   const std::string s = schedule("bound", "");
   const Shell r = run(2, "--schedule '" + s + "' --check --check-bound 1e-9 --iters 1");
@@ -202,11 +219,27 @@ TEST_F(RuntimeRun, CheckFailsAboveItsBound) {
   EXPECT_THAT(r.err, HasSubstr("--check: an error is above the bound"));
 }
 
-TEST_F(RuntimeRun, LayerScopeWithDenseParts) {
-  const std::string s = schedule("layer", "--set scope=layer");
-  const Shell r = run(2, "--schedule '" + s + "' --iters 1 --warmup 0");
+// The layer scope with its dense parts: the attention's tensors, the layer output,
+// its input gradient and every GEMM's weight gradient against the reference layer.
+TEST_F(RuntimeRun, LayerScopePassesCheck) {
+  for (const auto& [name, sets] : {std::pair{"layer-ring", "--set scope=layer"},
+                                   std::pair{"layer-ulysses", "--set scope=layer --set parallel.hp=2 --set parallel.cp=1 "
+                                                              "--set parallel.checkpoint=selective"}}) {
+    const std::string s = schedule(name, sets);
+    const Shell r = run(2, "--schedule '" + s + "' --check --iters 1 --warmup 1");
+    EXPECT_EQ(r.exit_code, 0) << name << r.out << r.err;
+    for (const char* t : {"O ", "dV ", "y ", "dx ", "dW_qkv ", "dW_o ", "dW_gu ", "dW_down "})
+      EXPECT_THAT(r.out, HasSubstr(std::string("  ") + t)) << name << " " << t;
+    EXPECT_THAT(r.out, ::testing::Not(HasSubstr("ABOVE THE BOUND"))) << name;
+    EXPECT_THAT(r.out, HasSubstr("2 ranks (runtime-cpu), 1 timed iterations"));
+  }
+}
+
+TEST_F(RuntimeRun, TensorParallelLayersRunForTiming) {
+  const std::string s = schedule("layer-tp", "--set scope=layer --set parallel.tp=2");
+  const Shell r = run(4, "--schedule '" + s + "' --iters 1 --warmup 0");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_THAT(r.out, HasSubstr("2 ranks (runtime-cpu), 1 timed iterations"));
+  expect_refused(run(4, "--schedule '" + s + "' --check"), "needs tp = 1");
 }
 
 // Bad input: one line from rank 0, exit 2 on every rank, nothing computed.
