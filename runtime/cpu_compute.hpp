@@ -38,13 +38,14 @@ class CpuCompute {
   // Executes compute op `op` (of this rank). Ops on different streams may run at
   // once: the Schedule orders every access to a buffer.
   void run(schedule::OpId op);
+  // The tile plan of attention op `op` (after prepare); the cuda backend uploads it.
+  const kernels::TilePlan& plan_of(const schedule::Op& op) const;
 
  private:
   void attention(const schedule::Op& op, bool backward);
   void gemm(const schedule::Op& op);
   void read_pass(const schedule::Op& op);
   std::span<std::byte> buffer(const schedule::Op& op, int b) { return store_.bytes(b, in_.copy(op.id, b)); }
-  const kernels::TilePlan& plan_of(const schedule::Op& op) const;
 
   const schedule::Schedule& s_;
   const Experiment& e_;

@@ -14,6 +14,9 @@
 #include "runtime/buffer_instances.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/cpu_compute.hpp"
+#ifdef RINGMASTER_HAVE_CUDA_BACKEND
+#include "runtime/cuda/cuda_backend.hpp"
+#endif
 #include "runtime/inputs.hpp"
 #include "runtime/layouts.hpp"
 #include "runtime/tensor_store.hpp"
@@ -50,19 +53,31 @@ struct Prepared {
   std::unique_ptr<Layouts> layouts;
   std::unique_ptr<TensorStore> store;
   std::unique_ptr<CpuCompute> compute;
+#ifdef RINGMASTER_HAVE_CUDA_BACKEND
+  std::unique_ptr<CudaBackend> cuda;  // --backend cuda: everything above it but store and compute
+#endif
 };
 
 void prepare(const LaunchOptions& o, const World& world, Prepared& p) {
+#ifndef RINGMASTER_HAVE_CUDA_BACKEND
   if (o.backend == "cuda")
     throw ConfigError("--backend cuda: this ringmaster-run was built without the cuda backend (CUDA and NCCL not found at build time)");
+#endif
+  if (o.emulate_ranks > 0 && o.backend != "cuda") throw ConfigError("--emulate-ranks needs --backend cuda");
   p.s = schedule::read_schedule(o.schedule);
-  if (int(p.s.ranks.size()) != world.size())
+  if (o.emulate_ranks == 0 && int(p.s.ranks.size()) != world.size())
     throw ConfigError(fmt::format("{}: the Schedule has {} ranks but {} processes were started (mpirun -np {})", o.schedule,
                                   p.s.ranks.size(), world.size(), p.s.ranks.size()));
   p.e = parse_experiment(p.s.experiment, o.schedule + " (its experiment)", "", ConfigStore{});
   p.plan = std::make_unique<schedule::RunPlan>(p.s);
   p.instances = std::make_unique<BufferInstances>(p.s);
   p.layouts = std::make_unique<Layouts>(p.s, p.plan->match, p.e.workload.batch, p.e.model.head_dim);
+#ifdef RINGMASTER_HAVE_CUDA_BACKEND
+  if (o.backend == "cuda") {
+    p.cuda = std::make_unique<CudaBackend>(CudaInputs{p.s, p.e, *p.plan, *p.instances, *p.layouts}, world, o);
+    return;
+  }
+#endif
   const int64_t need = memory_needed(p.s, world.rank(), p.instances->layers());
   const int64_t have = available_bytes(world.local_size());
   if (need > have)
@@ -101,6 +116,9 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
     error = x.what();
   }
   if (!world.all(error.empty())) return refuse_together(world, error);
+#ifdef RINGMASTER_HAVE_CUDA_BACKEND
+  if (p.cuda) return run_cuda(o, world, *p.cuda);
+#endif
 
   try {
     world.make_group_comms(p.s);
