@@ -120,7 +120,10 @@ CudaBackend::CudaBackend(const CudaInputs& in, const World& world, const LaunchO
 
   // Host side first: what the kernels and transfers cannot run is refused before the device is touched.
   const int D = e_.model.head_dim;
-  if (D != 64 && D != 128)
+  const bool has_attention = std::any_of(s_.ops.begin(), s_.ops.end(), [&](const schedule::Op& op) {
+    return local(op.id) && (op.kind == OpKind::attn_fwd || op.kind == OpKind::attn_bwd);
+  });
+  if (has_attention && D != 64 && D != 128)
     throw schedule::ScheduleError(fmt::format("the model's head_dim is {}; the CUDA attention kernels take 64 or 128", D));
   if (!emulate_) channels_ = p2p_channels(s_, plan_.match);
   int64_t buffers = 0;
@@ -268,15 +271,14 @@ void CudaBackend::check_memory(int64_t need) const {
 // Scratch an op takes from its stream (Stream::take in the same order, with its rounding).
 int64_t CudaBackend::scratch_need(OpId id) const {
   const schedule::Op& op = s_.ops[size_t(id)];
-  const int64_t B = e_.workload.batch, D = e_.model.head_dim;
+  const int64_t D = e_.model.head_dim;
   const auto f32 = [](int64_t n) { return aligned(n * 4); };
   switch (op.kind) {
     case OpKind::attn_fwd:
     case OpKind::attn_bwd: {
       const schedule::Attention& a = *s_.attention_of(op);
       const int64_t Tq = s_.token_sets.at(size_t(a.q_tokens)).size(), Tk = s_.token_sets.at(size_t(a.kv_tokens)).size();
-      const int64_t qn = a.heads * Tq * D, kn = a.kv_heads * Tk * D;
-      (void)B;
+      const int64_t qn = a.heads * Tq * D, kn = a.kv_heads * Tk * D;  // one sequence: scratch is reused per batch
       return op.kind == OpKind::attn_fwd ? 2 * f32(qn) + f32(a.heads * Tq) : 2 * f32(qn) + 2 * f32(kn);
     }
     case OpKind::gemm: {
