@@ -1,7 +1,7 @@
 // ringmaster-run --backend cuda refuses bad input on every rank with one line
 // and exit 2, before touching a device: the checks that hold on any machine,
-// with or without a GPU (docs/runtime-cuda.md, "Bad input"). Skipped where
-// ringmaster-run was built without the cuda backend.
+// with or without a GPU (docs/runtime-cuda.md, "Bad input"). Those of the
+// backend itself are skipped where ringmaster-run was built without it.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,9 +61,6 @@ class CudaRefusal : public ::testing::Test {
     delete dir_;
     delete schedule_;
   }
-  void SetUp() override {
-    if (!built_) GTEST_SKIP() << "no cuda backend in this build";
-  }
   static std::string mpirun(int np) {
     return std::string(RINGMASTER_MPIRUN) + " --allow-run-as-root --oversubscribe -np " + std::to_string(np) + " " +
            RINGMASTER_RUN_BIN + " --schedule '" + *schedule_ + "'";
@@ -74,6 +71,7 @@ class CudaRefusal : public ::testing::Test {
 };
 
 TEST_F(CudaRefusal, EmulatedRankCountMustMatchTheSchedule) {
+  if (!built_) GTEST_SKIP() << "no cuda backend in this build";
   const Ran r = run(mpirun(1) + " --backend cuda --emulate-ranks 3");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("the Schedule has 2 ranks but --emulate-ranks 3"));
@@ -81,6 +79,7 @@ TEST_F(CudaRefusal, EmulatedRankCountMustMatchTheSchedule) {
 }
 
 TEST_F(CudaRefusal, EmulationRunsInOneProcess) {
+  if (!built_) GTEST_SKIP() << "no cuda backend in this build";
   const Ran r = run(mpirun(2) + " --backend cuda --emulate-ranks 2");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("--emulate-ranks runs every rank in one process; 2 processes were started"));
@@ -96,6 +95,7 @@ TEST_F(CudaRefusal, EmulationNeedsTheCudaBackend) {
 
 // Without a GPU every rank refuses, naming the missing device; with one the run goes ahead (skipped).
 TEST_F(CudaRefusal, NoDeviceIsOneLineOnEveryRank) {
+  if (!built_) GTEST_SKIP() << "no cuda backend in this build";
   const Ran r = run(mpirun(2) + " --backend cuda --iters 1 --warmup 0");
   if (r.exit_code == 0) GTEST_SKIP() << "a CUDA device is present";
   EXPECT_EQ(r.exit_code, 2) << r.err;
