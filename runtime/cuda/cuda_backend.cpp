@@ -328,10 +328,12 @@ void CudaBackend::connect(World& world) {
 }
 
 void CudaBackend::seed(uint64_t seed) {
-  for (auto& r : rank_state_) {
-    seed_inputs(s_, layouts_, *r->host, seed);
-    r->dev->upload(*r->host);
-  }
+  for (auto& r : rank_state_) seed_inputs(s_, layouts_, *r->host, seed);
+  upload();
+}
+
+void CudaBackend::upload() {
+  for (auto& r : rank_state_) r->dev->upload(*r->host);
 }
 
 void CudaBackend::download() {

@@ -75,6 +75,8 @@ class CudaBackend final : public schedule::RunBackend {
   void connect(World& world);
   // seed_inputs on every host store, then upload.
   void seed(uint64_t seed);
+  // Host stores -> device buffers (seed does it; for inputs set on host(rank) directly).
+  void upload();
   // Runs every local op once (multi-process: collective). Times are this process's
   // steady clock in seconds, from CUDA events; ops of every local rank.
   std::vector<OpTime> run_once();

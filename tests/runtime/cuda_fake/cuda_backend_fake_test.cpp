@@ -11,6 +11,8 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <random>
+#include <span>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -94,7 +96,7 @@ class CudaBackendFake : public ::testing::Test {
     const auto r = test::run_cli(
         "schedule --set cluster=h200-1x8 --set workload.seq_len=1024 --set workload.pattern=dense-causal "
         "--set model.layers=1 --set model.heads=4 --set model.kv_heads=2 --set model.head_dim=64 --set model.hidden=256 "
-        "--set model.intermediate=512 --set parallel.checkpoint=none --set parallel.shuffle=once " +
+        "--set model.intermediate=512 --set model.vocab=1000 --set parallel.checkpoint=none --set parallel.shuffle=once " +
         sets + " -o '" + path + "'");
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return path;
@@ -144,6 +146,21 @@ class CudaBackendFake : public ::testing::Test {
   static inline std::filesystem::path* dir_ = nullptr;
 };
 
+// Every buffer random (bf16-exact values in [-1, 1)), then the seeded inputs: the dense
+// parts' activations and weights are not seeded by seed_inputs, and zeros would hide a GEMM.
+void fill_then_seed(const schedule::Schedule& s, const Layouts& layouts, TensorStore& store) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (const auto& buf : s.buffers) {
+    auto bytes = store.bytes(buf.id, -1);
+    if (buf.dtype == schedule::DType::fp32)
+      for (auto& x : std::span(reinterpret_cast<float*>(bytes.data()), bytes.size() / 4)) x = kernels::round_bf16(u(rng));
+    else if (buf.dtype == schedule::DType::bf16)
+      for (auto& x : std::span(reinterpret_cast<uint16_t*>(bytes.data()), bytes.size() / 2)) x = kernels::to_bf16(u(rng));
+  }
+  seed_inputs(s, layouts, store, 1);
+}
+
 // One rank, compute only: after one run every buffer equals what the cpu backend's op
 // semantics (CpuCompute, ops in id order) leave in it — the attention merges, dQ and
 // dK|dV stores, cuBLAS's column-major call for the row-major GEMMs, short inputs padded.
@@ -155,7 +172,7 @@ void expect_same_buffers_as_cpu(const std::string& path) {
   const BufferInstances in(s);
   const Layouts layouts(s, plan.match, e.workload.batch, e.model.head_dim);
   TensorStore cpu(s, 0, in.layers());
-  seed_inputs(s, layouts, cpu, 1);
+  fill_then_seed(s, layouts, cpu);
   CpuCompute compute(s, e, in, cpu);
   compute.prepare();
   for (const auto& op : s.ops) {
@@ -166,7 +183,8 @@ void expect_same_buffers_as_cpu(const std::string& path) {
   o.schedule = path;
   o.emulate_ranks = 1;
   CudaBackend b(CudaInputs{s, e, plan, in, layouts}, world(), o);
-  b.seed(1);
+  fill_then_seed(s, layouts, b.host(0));
+  b.upload();
   fake::set_seed(5);
   b.run_once();
   b.download();
@@ -221,6 +239,25 @@ TEST_F(CudaBackendFake, DoubleRingTwoByTwo) {
 TEST_F(CudaBackendFake, UlyssesAllToAll) {
   expect_matches(schedule("ulysses", "--set parallel.cp=1 --set parallel.hp=2 --set scope=attention_fwd_bwd"),
                  schedule("one", "--set parallel.cp=1 --set scope=attention_fwd_bwd"));
+}
+
+TEST_F(CudaBackendFake, PerCallShuffleRing) {
+  // MTraining's shuffle inside the attention call: all-to-alls around the ring.
+  expect_matches(schedule("percall", "--set parallel.cp=2 --set parallel.ring=ring --set parallel.partition=stripe "
+                                     "--set parallel.stripe_tokens=128 --set parallel.shuffle=per_call "
+                                     "--set scope=attention_fwd_bwd"),
+                 schedule("one", "--set parallel.cp=1 --set scope=attention_fwd_bwd"));
+}
+
+// Sequence-parallel all-gathers and reduce-scatters (tp), ZeRO's over dp: run, sampled, ordered.
+TEST_F(CudaBackendFake, TensorParallelLayer) {
+  expect_matches(schedule("tp2", "--set parallel.cp=1 --set parallel.tp=2 --set scope=layer --set workload.seq_len=512"),
+                 schedule("layer1", "--set parallel.cp=1 --set scope=layer --set workload.seq_len=512"));
+}
+
+TEST_F(CudaBackendFake, DataParallelStep) {
+  expect_matches(schedule("dp2", "--set parallel.cp=1 --set parallel.dp=2 --set scope=step --set workload.seq_len=512"),
+                 schedule("step1", "--set parallel.cp=1 --set scope=step --set workload.seq_len=512"));
 }
 
 TEST_F(CudaBackendFake, LayerScopeWithGemms) {
