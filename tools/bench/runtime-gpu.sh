@@ -13,7 +13,8 @@
 # Writes traces and logs to $OUT (or ./runtime-gpu-out).
 #   tools/bench/runtime-gpu.sh
 # Environment: BUILD_DIR (default build-runtime-gpu), CUDA_ARCHS (default native),
-# ITERS (default 3), KERNELS_BENCH=0 skips step 4.
+# ITERS (default 3), KERNELS_BENCH=0 skips step 4, CHECK=0 / TRACE=0 drop --check /
+# --trace (needed while those are not yet connected to the cuda backend).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD_DIR:-$root/build-runtime-gpu}
@@ -54,6 +55,13 @@ common=(mtraining-qwen2.5-3b-512k --set cluster=h200-1x8 --set model.layers=2 --
   --set parallel.partition=stripe --set parallel.stripe_tokens=128 --set parallel.shuffle=once \
   --set scope=attention_fwd_bwd -o "$out/eight-sparse-128k.json.gz" | tail -1
 
+check=(--check)
+[ "${CHECK:-1}" = 0 ] && check=()
+traced() {  # name: sets trace_args
+  trace_args=()
+  [ "${TRACE:-1}" = 0 ] || trace_args=(--trace "$out/$1.trace.json")
+}
+
 run() {  # name, timeout (s), ringmaster-run arguments...
   local name=$1 limit=$2
   shift 2
@@ -61,12 +69,15 @@ run() {  # name, timeout (s), ringmaster-run arguments...
   echo "+ $*"
   timeout "$limit" "$@" 2>&1 | tee "$out/$name.log"
 }
-run one-16k 120 "${mpirun[@]}" "$bin/ringmaster-run" --schedule "$out/one-16k.json.gz" --backend cuda --check \
-  --iters "$iters" --trace "$out/one-16k.trace.json"
-run one-layer-8k 120 "${mpirun[@]}" "$bin/ringmaster-run" --schedule "$out/one-layer-8k.json.gz" --backend cuda --check \
-  --iters "$iters" --trace "$out/one-layer-8k.trace.json"
+traced one-16k
+run one-16k 120 "${mpirun[@]}" "$bin/ringmaster-run" --schedule "$out/one-16k.json.gz" --backend cuda "${check[@]}" \
+  --iters "$iters" "${trace_args[@]}"
+traced one-layer-8k
+run one-layer-8k 120 "${mpirun[@]}" "$bin/ringmaster-run" --schedule "$out/one-layer-8k.json.gz" --backend cuda \
+  "${check[@]}" --iters "$iters" "${trace_args[@]}"
+traced eight-sparse-128k
 run eight-sparse-128k 240 "${mpirun[@]}" "$bin/ringmaster-run" --schedule "$out/eight-sparse-128k.json.gz" --backend cuda \
-  --emulate-ranks 8 --check --iters "$iters" --trace "$out/eight-sparse-128k.trace.json"
+  --emulate-ranks 8 "${check[@]}" --iters "$iters" "${trace_args[@]}"
 say "predicted trace of the 8-rank Schedule"
 "$bin/ringmaster" simulate --schedule "$out/eight-sparse-128k.json.gz" --trace "$out/eight-sparse-128k.predicted.json" |
   tee "$out/eight-sparse-128k.predicted.log" | tail -5
