@@ -54,7 +54,7 @@ struct Prepared {
   std::unique_ptr<TensorStore> store;
   std::unique_ptr<CpuCompute> compute;
 #ifdef RINGMASTER_HAVE_CUDA_BACKEND
-  std::unique_ptr<CudaBackend> cuda;  // --backend cuda: everything above it but store and compute
+  std::unique_ptr<CudaBackend> cuda;  // --backend cuda: in place of store and compute
 #endif
 };
 
