@@ -7,6 +7,9 @@
 // times respect every dependency. What this cannot see: the real CUDA kernels
 // (kernels/cuda has its own tests) and NCCL (multi-process only).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
 
 #include <cmath>
 #include <filesystem>
@@ -215,6 +218,54 @@ TEST_F(CudaBackendFake, OneRankAttentionEqualsTheCpuBackend) {
 
 TEST_F(CudaBackendFake, OneRankLayerEqualsTheCpuBackend) {
   expect_same_buffers_as_cpu(schedule("layer1", "--set parallel.cp=1 --set scope=layer --set workload.seq_len=512"));
+}
+
+// One process per rank under mpirun, NCCL carried by MPI (runtime_cuda_fake_run): the
+// p2p channels, group communicators, grouped runs and collectives in issue order.
+void expect_multi_process_matches(int np, const std::string& distributed, const std::string& single) {
+  // This process is an MPI singleton (world()): its launcher variables must not reach mpirun.
+  const std::string cmd = "for v in $(env | grep -oE '^(OMPI|PMIX|OPAL|ORTE|PRTE)[A-Za-z0-9_]*'); do unset $v; done; " +
+                          std::string(RINGMASTER_MPIRUN) + " --allow-run-as-root --oversubscribe -np " + std::to_string(np) +
+                          " " + RINGMASTER_FAKE_RUN_BIN + " '" + distributed + "' '" + single + "' 2>&1";
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = ::pclose(p);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  EXPECT_NE(out.find("dkv: max relative error"), std::string::npos) << out;
+}
+
+TEST_F(CudaBackendFake, NcclZigzagRingOfFourProcesses) {
+  expect_multi_process_matches(4, schedule("zigzag4", "--set parallel.cp=4 --set parallel.ring=ring "
+                                                      "--set parallel.partition=zigzag --set scope=attention_fwd_bwd"),
+                               schedule("one", "--set parallel.cp=1 --set scope=attention_fwd_bwd"));
+}
+
+TEST_F(CudaBackendFake, NcclDoubleRingTwoByTwo) {
+  expect_multi_process_matches(4, schedule("dring", "--set parallel.cp=2 --set parallel.hp=2 --set parallel.ring=double_ring "
+                                                    "--set parallel.window=2 --set scope=attention_fwd_bwd"),
+                               schedule("one", "--set parallel.cp=1 --set scope=attention_fwd_bwd"));
+}
+
+TEST_F(CudaBackendFake, NcclPerCallShuffleAndUlysses) {
+  expect_multi_process_matches(2, schedule("percall", "--set parallel.cp=2 --set parallel.ring=ring --set parallel.partition=stripe "
+                                                      "--set parallel.stripe_tokens=128 --set parallel.shuffle=per_call "
+                                                      "--set scope=attention_fwd_bwd"),
+                               schedule("one", "--set parallel.cp=1 --set scope=attention_fwd_bwd"));
+  expect_multi_process_matches(2, schedule("ulysses", "--set parallel.cp=1 --set parallel.hp=2 --set scope=attention_fwd_bwd"),
+                               schedule("one", "--set parallel.cp=1 --set scope=attention_fwd_bwd"));
+}
+
+TEST_F(CudaBackendFake, NcclCollectivesOfTensorAndDataParallel) {
+  expect_multi_process_matches(2, schedule("tp2", "--set parallel.cp=1 --set parallel.tp=2 --set scope=layer "
+                                                  "--set workload.seq_len=512"),
+                               schedule("layer1", "--set parallel.cp=1 --set scope=layer --set workload.seq_len=512"));
+  expect_multi_process_matches(2, schedule("dp2", "--set parallel.cp=1 --set parallel.dp=2 --set scope=step "
+                                                  "--set workload.seq_len=512"),
+                               schedule("step1", "--set parallel.cp=1 --set scope=step --set workload.seq_len=512"));
 }
 
 TEST_F(CudaBackendFake, ZigzagRingOfFour) {

@@ -1,5 +1,5 @@
-// A host stand-in for NCCL (tests/runtime/cuda_fake): declarations only; every call fails,
-// as the emulated runs the fake serves never reach NCCL.
+// A host stand-in for NCCL (tests/runtime/cuda_fake): the calls of the runtime's cuda
+// backend, carried by MPI on the fake device (fake_device.cpp).
 #pragma once
 #include <cstddef>
 #include "cuda_runtime_api.h"
