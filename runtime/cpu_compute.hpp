@@ -42,13 +42,14 @@ class CpuCompute {
   void run(schedule::OpId op);
   // The dense layer's norms, GEMMs and SwiGLU run numerically through `d` (tp = 1).
   void use_dense(const DenseLayer* d) { dense_ = d; }
+  // The tile plan of attention op `op` (after prepare); the cuda backend uploads it.
+  const kernels::TilePlan& plan_of(const schedule::Op& op) const;
 
  private:
   void attention(const schedule::Op& op, bool backward);
   void gemm(const schedule::Op& op);
   void read_pass(const schedule::Op& op);
   std::span<std::byte> buffer(const schedule::Op& op, int b) { return store_.bytes(b, in_.copy(op.id, b)); }
-  const kernels::TilePlan& plan_of(const schedule::Op& op) const;
 
   const schedule::Schedule& s_;
   const Experiment& e_;

@@ -5,6 +5,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string_view>
+#include <cstring>
+#include <map>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -18,6 +22,9 @@
 #include "runtime/cpu_backend.hpp"
 #include "runtime/cpu_compute.hpp"
 #include "runtime/dense_layer.hpp"
+#ifdef RINGMASTER_HAVE_CUDA_BACKEND
+#include "runtime/cuda/cuda_backend.hpp"
+#endif
 #include "runtime/inputs.hpp"
 #include "runtime/layouts.hpp"
 #include "runtime/measured_timeline.hpp"
@@ -66,6 +73,9 @@ struct Prepared {
     CpuBackend::Fault kind = CpuBackend::Fault::fail;
   };
   std::optional<Fault> fault;
+#ifdef RINGMASTER_HAVE_CUDA_BACKEND
+  std::unique_ptr<CudaBackend> cuda;  // --backend cuda: in place of store and compute
+#endif
 };
 
 Prepared::Fault parse_fault(const std::string& text, const schedule::Schedule& s) {
@@ -94,6 +104,9 @@ CheckProblem check_problem(const LaunchOptions& o, const Prepared& p) {
   if (p.e.scope == Scope::layer && p.e.parallel.tp != 1)
     throw ConfigError(fmt::format("{}: --check of the layer scope needs tp = 1 (with tp > 1 the dense layer runs for "
                                   "timing only); this Schedule has tp = {}", o.schedule, p.e.parallel.tp));
+  if (p.e.scope == Scope::layer && o.backend == "cuda")
+    throw ConfigError(o.schedule + ": --check of the layer scope runs on the cpu backend (the cuda backend runs the dense "
+                                   "layer for timing only); check attention scopes on cuda");
   CheckProblem c;
   c.layer = p.e.scope == Scope::layer;
   c.hidden = p.e.model.hidden, c.intermediate = p.e.model.intermediate;
@@ -130,21 +143,30 @@ CheckProblem check_problem(const LaunchOptions& o, const Prepared& p) {
 }
 
 void prepare(const LaunchOptions& o, const World& world, Prepared& p) {
+#ifndef RINGMASTER_HAVE_CUDA_BACKEND
   if (o.backend == "cuda")
     throw ConfigError("--backend cuda: this ringmaster-run was built without the cuda backend (CUDA and NCCL not found at build time)");
+#endif
   if (!o.trace.empty()) {
     const std::filesystem::path dir = std::filesystem::absolute(o.trace).parent_path();
     if (!std::filesystem::is_directory(dir))
       throw ConfigError("--trace " + o.trace + ": folder " + dir.string() + " does not exist");
   }
+  if (o.emulate_ranks > 0 && o.backend != "cuda") throw ConfigError("--emulate-ranks needs --backend cuda");
   p.s = schedule::read_schedule(o.schedule);
-  if (int(p.s.ranks.size()) != world.size())
+  if (o.emulate_ranks == 0 && int(p.s.ranks.size()) != world.size())
     throw ConfigError(fmt::format("{}: the Schedule has {} ranks but {} processes were started (mpirun -np {})", o.schedule,
                                   p.s.ranks.size(), world.size(), p.s.ranks.size()));
   p.e = parse_experiment(p.s.experiment, o.schedule + " (its experiment)", "", ConfigStore{});
   p.plan = std::make_unique<schedule::RunPlan>(p.s);
   p.instances = std::make_unique<BufferInstances>(p.s);
   p.layouts = std::make_unique<Layouts>(p.s, p.plan->match, p.e.workload.batch, p.e.model.head_dim);
+#ifdef RINGMASTER_HAVE_CUDA_BACKEND
+  if (o.backend == "cuda") {
+    p.cuda = std::make_unique<CudaBackend>(CudaInputs{p.s, p.e, *p.plan, *p.instances, *p.layouts}, world, o);
+    return;
+  }
+#endif
   const int64_t need = memory_needed(p.s, world.rank(), p.instances->layers());
   const int64_t have = o.max_memory_GB > 0 ? int64_t(o.max_memory_GB * 1e9) : available_bytes(world.local_size());
   if (need > have)
@@ -170,11 +192,19 @@ struct CheckOutcome {
   std::optional<CheckReport> report;
 };
 
-CheckOutcome run_check(const LaunchOptions& o, const Prepared& p, CpuBackend& backend, const World& world) {
-  backend.run_once();
-  const auto mine = pack(read_outputs(p.s, *p.layouts, *p.instances, *p.store));
-  const auto all = world.gather(mine);
-  const auto dense = world.gather(p.check->layer ? pack(p.dense->read_outputs(*p.store)) : std::string());
+// What the run loop needs of a backend (cpu, or cuda with one or every rank in this process).
+struct Runner {
+  std::function<std::vector<OpSample>()> run_once;        // this process's ops, once
+  std::function<std::vector<OutputSlice>()> outputs;       // its ranks' attention outputs, after a run
+  std::function<std::string()> dense_outputs;              // packed DenseOutputs ("" when none)
+  std::function<void()> before_iteration = [] {};
+  traces::Source source = traces::Source::runtime_cpu;
+};
+
+CheckOutcome run_check(const LaunchOptions& o, const Prepared& p, Runner& runner, const World& world) {
+  runner.run_once();
+  const auto all = world.gather(pack(runner.outputs()));
+  const auto dense = world.gather(p.check->layer ? runner.dense_outputs() : std::string());
   CheckOutcome out;
   std::string verdict;
   if (world.rank() == 0) {
@@ -201,19 +231,53 @@ CheckOutcome run_check(const LaunchOptions& o, const Prepared& p, CpuBackend& ba
 }
 
 // Rank 0: every rank's samples to one measured Timeline, written when asked; the summary printed.
+// A process's samples split by the Schedule rank of their op (several when emulating),
+// each as pack(RankSamples) behind its length.
+std::string pack_ranks(const schedule::Schedule& s, const std::vector<OpSample>& mine) {
+  std::map<int, RankSamples> by_rank;
+  for (const OpSample& x : mine) {
+    RankSamples& r = by_rank[s.ops.at(size_t(x.op)).rank];
+    r.rank = s.ops[size_t(x.op)].rank;
+    r.samples.push_back(x);
+  }
+  std::string out;
+  for (const auto& [rank, r] : by_rank) {
+    const std::string one = pack(r);
+    const uint64_t n = one.size();
+    out.append(reinterpret_cast<const char*>(&n), sizeof n);
+    out += one;
+  }
+  return out;
+}
+
+std::vector<RankSamples> unpack_ranks(std::string_view bytes) {
+  std::vector<RankSamples> out;
+  while (!bytes.empty()) {
+    uint64_t n = 0;
+    if (bytes.size() < sizeof n) throw std::runtime_error("samples: truncated message");
+    std::memcpy(&n, bytes.data(), sizeof n);
+    bytes.remove_prefix(sizeof n);
+    if (n > bytes.size()) throw std::runtime_error("samples: truncated message");
+    out.push_back(unpack(bytes.substr(0, size_t(n))));
+    bytes.remove_prefix(size_t(n));
+  }
+  return out;
+}
+
 void report(const LaunchOptions& o, const Prepared& p, const World& world, const std::vector<ClockOffset>& clocks,
-            const std::vector<OpSample>& mine, const std::optional<CheckReport>& check) {
-  RankSamples r{world.rank(), {}, mine};
-  const auto all = world.gather(pack(r));
+            const std::vector<OpSample>& mine, const std::optional<CheckReport>& check, traces::Source source) {
+  const auto all = world.gather(pack_ranks(p.s, mine));
   if (world.rank() != 0) return;
   std::vector<RankSamples> ranks;
-  for (const auto& bytes : all) {
-    ranks.push_back(unpack(bytes));
-    ranks.back().clock = clocks.at(size_t(ranks.back().rank));
-  }
+  for (const auto& bytes : all)
+    for (RankSamples& r : unpack_ranks(bytes)) {
+      // One rank per process: its offset; ranks emulated in this process share its clock.
+      r.clock = size_t(r.rank) < clocks.size() && world.size() > 1 ? clocks[size_t(r.rank)] : ClockOffset{};
+      ranks.push_back(std::move(r));
+    }
   const nlohmann::json meta = {{"schedule_hash", schedule::schedule_hash(p.s)}, {"warmup", o.warmup},
                                {"schedule", o.schedule}, {"backend", o.backend}, {"seed", o.seed}};
-  const traces::Timeline t = measured_timeline(p.s, ranks, traces::Source::runtime_cpu, meta);
+  const traces::Timeline t = measured_timeline(p.s, ranks, source, meta);
   if (!o.trace.empty()) traces::write_chrome_trace(t, o.trace);
   const nlohmann::json j = summary_json(t, check, int(p.s.ranks.size()), o.trace);
   if (o.json) std::printf("%s\n", j.dump(2).c_str());
@@ -251,36 +315,63 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
     error = x.what();
   }
   if (!world.all(error.empty())) return refuse_together(world, error);
-
   try {
-    world.make_group_comms(p.s);
-    seed_inputs(p.s, *p.layouts, *p.store, o.seed);
-    p.dense->seed(*p.store, o.seed);
-    CpuBackend backend(p.s, *p.plan, *p.layouts, *p.instances, *p.store, *p.compute, world, o.stall_timeout_s);
-    if (p.fault && p.fault->rank == world.rank()) backend.inject_fault(p.fault->op, p.fault->kind);
+    std::unique_ptr<CpuBackend> cpu;
+    Runner runner;
+#ifdef RINGMASTER_HAVE_CUDA_BACKEND
+    if (p.cuda) {
+      CudaBackend& g = *p.cuda;
+      g.connect(world);
+      g.seed(o.seed);
+      runner.run_once = [&g] { return g.run_once(); };
+      runner.outputs = [&g, &p] {
+        g.download();
+        std::vector<OutputSlice> all;
+        for (int r : g.ranks())
+          for (auto& x : read_outputs(p.s, *p.layouts, *p.instances, g.host(r))) all.push_back(std::move(x));
+        return all;
+      };
+      runner.dense_outputs = [] { return std::string(); };
+      runner.source = traces::Source::runtime_cuda;
+    }
+#endif
+    if (!runner.run_once) {
+      world.make_group_comms(p.s);
+      seed_inputs(p.s, *p.layouts, *p.store, o.seed);
+      p.dense->seed(*p.store, o.seed);
+      cpu = std::make_unique<CpuBackend>(p.s, *p.plan, *p.layouts, *p.instances, *p.store, *p.compute, world,
+                                         o.stall_timeout_s);
+      if (p.fault && p.fault->rank == world.rank()) cpu->inject_fault(p.fault->op, p.fault->kind);
+      runner.run_once = [&cpu] { return cpu->run_once(); };
+      runner.outputs = [&p] { return read_outputs(p.s, *p.layouts, *p.instances, *p.store); };
+      runner.dense_outputs = [&p] { return pack(p.dense->read_outputs(*p.store)); };
+      runner.before_iteration = [&p, &o] { p.dense->reseed_gradient(*p.store, o.seed); };
+    }
     const std::vector<ClockOffset> clocks = world.clock_offsets(kPingRounds);
     world.barrier();
     CheckOutcome check;
     if (o.check) {
-      check = run_check(o, p, backend, world);
+      check = run_check(o, p, runner, world);
       if (!check.passed) {
         if (world.rank() == 0) std::fprintf(stderr, "ringmaster-run: --check: an error is above the bound\n");
         return 1;
       }
     }
     for (int i = 0; i < o.warmup; ++i) {
-      p.dense->reseed_gradient(*p.store, o.seed);
-      backend.run_once();
+      runner.before_iteration();
+      runner.run_once();
       world.barrier();
     }
     std::vector<OpSample> samples;
     for (int i = 0; i < o.iters; ++i) {
-      p.dense->reseed_gradient(*p.store, o.seed);
-      const auto one = backend.run_once(i);
-      samples.insert(samples.end(), one.begin(), one.end());
+      runner.before_iteration();
+      for (OpSample& x : runner.run_once()) {
+        x.iteration = i;
+        samples.push_back(x);
+      }
       world.barrier();
     }
-    report(o, p, world, clocks, samples, check.report);
+    report(o, p, world, clocks, samples, check.report, runner.source);
   } catch (const std::exception& x) {
     std::fprintf(stderr, "ringmaster-run: rank %d: %s\n", world.rank(), x.what());
     std::fflush(stderr);

@@ -1,0 +1,3 @@
+// Host stand-in (tests/runtime/cuda_fake): see cuda_runtime_api.h.
+#pragma once
+#include "cuda_runtime_api.h"
