@@ -92,10 +92,7 @@ CpuBackend::CpuBackend(const schedule::Schedule& s, const schedule::RunPlan& pla
     }
     if (op.kind == OpKind::all_to_all) exchanges_.emplace(op.id, exchange_plan(s_, plan_.match, layouts_, op.id));
   }
-  call_ready_.assign(plan_.match.calls.size(), 0);
-  for (size_t c = 0; c < plan_.match.calls.size(); ++c)
-    for (OpId id : plan_.match.calls[c])
-      if (id >= 0 && local(id)) group_calls_[s_.ops[size_t(id)].group].push_back(int64_t(c));
+  order_ = std::make_unique<CollectiveOrder>(s_, plan_.match, [this](OpId op) { return local(op); });
 }
 
 CpuBackend::~CpuBackend() {
@@ -113,8 +110,7 @@ std::vector<OpSample> CpuBackend::run_once(int iteration) {
   times_.clear();
   times_.reserve(size_t(local_ops_));
   local_left_ = local_ops_;
-  std::fill(call_ready_.begin(), call_ready_.end(), 0);
-  for (auto& [g, n] : next_call_) n = 0;
+  order_->reset();
   driver_ = std::make_unique<schedule::RunDriver>(plan_, *this);
   driver_->start();
   double last = steady_now_s();
@@ -313,11 +309,7 @@ void CpuBackend::start_collective(int64_t call) {
     for (OpId id : ops) driver_->complete(id);
     return;
   }
-  call_ready_[size_t(call)] = 1;
-  const int g = s_.ops[size_t(mine)].group;
-  const auto& calls = group_calls_.at(g);
-  size_t& next = next_call_[g];
-  while (next < calls.size() && call_ready_[size_t(calls[next])]) issue_collective(calls[next++]);
+  for (int64_t c : order_->ready(s_.ops[size_t(mine)].group, call)) issue_collective(c);
 }
 
 void CpuBackend::issue_collective(int64_t call) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "runtime/buffer_instances.hpp"
+#include "runtime/collective_order.hpp"
 #include "runtime/cpu_compute.hpp"
 #include "runtime/exchange_plan.hpp"
 #include "runtime/layouts.hpp"
@@ -101,10 +102,7 @@ class CpuBackend final : public schedule::RunBackend {
   std::vector<double> posted_at_;  // per op: when its run was posted (this rank's ops)
   int iteration_ = 0;
   std::vector<std::unique_ptr<InFlight>> in_flight_;
-  // Collectives: per group, this rank's calls in call order, the next to issue, and which are ready.
-  std::map<int, std::vector<int64_t>> group_calls_;
-  std::map<int, size_t> next_call_;
-  std::vector<uint8_t> call_ready_;
+  std::unique_ptr<CollectiveOrder> order_;  // one call order per group (communicator)
   std::map<schedule::OpId, ExchangePlan> exchanges_;
   // Workers, per stream with compute ops (index into plan.streams).
   std::map<size_t, std::unique_ptr<Worker>> workers_;

@@ -11,6 +11,7 @@
 
 #include "kernels/bf16.hpp"
 #include "runtime/seed.hpp"
+#include "runtime/wire.hpp"
 #include "sim/schedule/schedule_error.hpp"
 
 namespace rm::runtime {
@@ -130,37 +131,8 @@ void swiglu_backward(std::span<const float> gu, std::span<const float> dact, std
 
 // ---- packing -------------------------------------------------------------------------
 
-namespace {
-template <class T>
-void append(std::string& s, const T& v) {
-  s.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-template <class T>
-void append_vec(std::string& s, const std::vector<T>& v) {
-  append(s, int64_t(v.size()));
-  s.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
-}
-struct Reader {
-  std::string_view in;
-  template <class T>
-  T take() {
-    if (in.size() < sizeof(T)) throw std::runtime_error("dense outputs: truncated message");
-    T v;
-    std::memcpy(&v, in.data(), sizeof v);
-    in.remove_prefix(sizeof v);
-    return v;
-  }
-  template <class T>
-  std::vector<T> take_vec() {
-    const auto n = take<int64_t>();
-    if (n < 0 || uint64_t(n) > in.size() / sizeof(T)) throw std::runtime_error("dense outputs: truncated message");
-    std::vector<T> v(static_cast<size_t>(n));
-    std::memcpy(v.data(), in.data(), size_t(n) * sizeof(T));
-    in.remove_prefix(size_t(n) * sizeof(T));
-    return v;
-  }
-};
-}  // namespace
+using wire::append;
+using wire::append_vec;
 
 std::string pack(const DenseOutputs& d) {
   std::string s;
@@ -174,7 +146,7 @@ std::string pack(const DenseOutputs& d) {
 }
 
 DenseOutputs unpack_dense(std::string_view bytes) {
-  Reader r{bytes};
+  wire::Reader r{bytes, "dense outputs"};
   DenseOutputs d;
   d.rank = r.take<int32_t>();
   d.layer = r.take<int32_t>();

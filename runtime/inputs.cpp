@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "kernels/bf16.hpp"
+#include "runtime/wire.hpp"
 #include "runtime/seed.hpp"
 
 namespace rm::runtime {
@@ -102,37 +103,8 @@ std::vector<OutputSlice> read_outputs(const schedule::Schedule& s, const Layouts
   return out;
 }
 
-namespace {
-template <class T>
-void append(std::string& s, const T& v) {
-  s.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-template <class T>
-void append_vec(std::string& s, const std::vector<T>& v) {
-  append(s, int64_t(v.size()));
-  s.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
-}
-struct Reader {
-  std::string_view in;
-  template <class T>
-  T take() {
-    if (in.size() < sizeof(T)) throw std::runtime_error("output slices: truncated message");
-    T v;
-    std::memcpy(&v, in.data(), sizeof v);
-    in.remove_prefix(sizeof v);
-    return v;
-  }
-  template <class T>
-  std::vector<T> take_vec() {
-    const auto n = take<int64_t>();
-    if (n < 0 || uint64_t(n) > in.size() / sizeof(T)) throw std::runtime_error("output slices: truncated message");
-    std::vector<T> v(static_cast<size_t>(n));
-    std::memcpy(v.data(), in.data(), size_t(n) * sizeof(T));
-    in.remove_prefix(size_t(n) * sizeof(T));
-    return v;
-  }
-};
-}  // namespace
+using wire::append;
+using wire::append_vec;
 
 std::string pack(const std::vector<OutputSlice>& slices) {
   std::string s;
@@ -148,7 +120,7 @@ std::string pack(const std::vector<OutputSlice>& slices) {
 }
 
 std::vector<OutputSlice> unpack_outputs(std::string_view bytes) {
-  Reader r{bytes};
+  wire::Reader r{bytes, "output slices"};
   const auto n = r.take<int64_t>();
   if (n < 0 || n > 1 << 20) throw std::runtime_error("output slices: bad count");
   std::vector<OutputSlice> out;

@@ -231,10 +231,7 @@ CudaBackend::CudaBackend(const CudaInputs& in, const World& world, const LaunchO
   }
   cuda_check(cudaEventCreate(&reference_), "cudaEventCreate");
   run_posts_left_.assign(plan_.streams.size(), 0);
-  call_ready_.assign(plan_.match.calls.size(), 0);
-  for (size_t c = 0; c < plan_.match.calls.size(); ++c)
-    for (OpId id : plan_.match.calls[c])
-      if (id >= 0 && local(id)) group_calls_[s_.ops[size_t(id)].group].push_back(int64_t(c));
+  order_ = std::make_unique<CollectiveOrder>(s_, plan_.match, [this](OpId op) { return local(op); });
 }
 
 CudaBackend::~CudaBackend() {
@@ -340,8 +337,7 @@ void CudaBackend::download() {
 std::vector<OpSample> CudaBackend::run_once() {
   times_.clear();
   local_left_ = local_ops_;
-  std::fill(call_ready_.begin(), call_ready_.end(), 0);
-  for (auto& [g, n] : next_call_) n = 0;
+  order_->reset();
   std::fill(run_posts_left_.begin(), run_posts_left_.end(), 0);
   // The reference: recorded while every stream is idle, so its device time is the host time taken right after.
   cudaStream_t first = nullptr;
@@ -689,11 +685,7 @@ void CudaBackend::start_collective(int64_t call) {
     return;
   }
   // NCCL, like MPI, needs one call order per communicator on every member.
-  call_ready_[size_t(call)] = 1;
-  const int g = s_.ops[size_t(mine)].group;
-  const auto& calls = group_calls_.at(g);
-  size_t& next = next_call_[g];
-  while (next < calls.size() && call_ready_[size_t(calls[next])]) issue_nccl_collective(calls[next++]);
+  for (int64_t c : order_->ready(s_.ops[size_t(mine)].group, call)) issue_nccl_collective(c);
 }
 
 void CudaBackend::issue_nccl_collective(int64_t call) {

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "runtime/buffer_instances.hpp"
+#include "runtime/collective_order.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/cpu_compute.hpp"
 #include "runtime/exchange_plan.hpp"
@@ -138,10 +139,7 @@ class CudaBackend final : public schedule::RunBackend {
   cudaEvent_t reference_ = nullptr;
   // The run being posted per stream (NCCL mode issues a joined run at its last post).
   std::vector<int32_t> run_posts_left_;
-  // Collectives, NCCL mode: per group, local calls in call order, the next to issue, which are ready.
-  std::map<int, std::vector<int64_t>> group_calls_;
-  std::map<int, size_t> next_call_;
-  std::vector<uint8_t> call_ready_;
+  std::unique_ptr<CollectiveOrder> order_;  // one call order per group (communicator)
   std::unique_ptr<schedule::RunDriver> driver_;
   int64_t local_ops_ = 0, local_left_ = 0;
   std::vector<OpSample> times_;
