@@ -306,7 +306,8 @@ TEST(ChromeTrace, SamplesAndSpreadRoundTripAndAreWrittenOnlyForRepeatedMeasureme
     ASSERT_EQ(back.events.size(), t.events.size());
     for (size_t i = 0; i < t.events.size(); ++i) EXPECT_EQ(back.events[i].samples, t.events[i].samples);
     size_t slice = 0;
-    for (const auto& e : nlohmann::json::parse(text)["traceEvents"]) {
+    const nlohmann::json parsed = nlohmann::json::parse(text);  // named: the loop must not outlive a temporary
+    for (const auto& e : parsed["traceEvents"]) {
       if (e["ph"] != "X") continue;
       const Event& ev = t.events[slice++];
       EXPECT_EQ(e["args"].contains("samples"), ev.samples > 0);
