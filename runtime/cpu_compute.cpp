@@ -90,7 +90,11 @@ void CpuCompute::prepare() {
     kernels::SparseIndex index;
     if (a->index == schedule::IndexSource::pattern) {
       auto it = patterns_.by_layer.find(op.layer);
-      if (it == patterns_.by_layer.end()) it = patterns_.by_layer.emplace(op.layer, pattern_index(e_, op.layer)).first;
+      if (it == patterns_.by_layer.end()) {
+        // One sparsity model for every layer: building it draws every head of the step.
+        if (!patterns_.model) patterns_.model = std::make_unique<sparsity::SparsityModel>(pattern_model(e_));
+        it = patterns_.by_layer.emplace(op.layer, pattern_index(*patterns_.model, op.layer, e_.source)).first;
+      }
       const kernels::SparseIndex& all = it->second;
       index.mode = all.mode;
       for (int h = a->head_begin; h < a->head_begin + a->heads; ++h) {

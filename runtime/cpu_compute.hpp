@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "kernels/plan.hpp"
@@ -19,6 +20,7 @@
 #include "runtime/layouts.hpp"
 #include "runtime/tensor_store.hpp"
 #include "sim/config/experiment.hpp"
+#include "sim/sparsity/sparsity_model.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace rm::runtime {
@@ -29,6 +31,7 @@ struct AttentionPatterns {
   bool causal = true;
   // Per layer: one SparseIndex over the model's query heads; filled on demand by prepare().
   std::map<int, kernels::SparseIndex> by_layer;
+  std::unique_ptr<sparsity::SparsityModel> model;  // built once, on the first layer that needs it
 };
 
 class CpuCompute {

@@ -357,13 +357,22 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
         return 1;
       }
     }
+    // On a terminal, rank 0 shows which iteration runs (long Schedules take minutes).
+    const bool progress = world.rank() == 0 && isatty(STDERR_FILENO) && !o.json;
+    auto show = [&](const char* what, int i, int n, double started) {
+      if (progress)
+        std::fprintf(stderr, "\r%s iteration %d/%d (%.1f s)   ", what, i + 1, n, steady_now_s() - started);
+    };
     for (int i = 0; i < o.warmup; ++i) {
+      show("warm-up", i, o.warmup, steady_now_s());
       runner.before_iteration();
       runner.run_once();
       world.barrier();
     }
     std::vector<OpSample> samples;
+    const double timed_start = steady_now_s();
     for (int i = 0; i < o.iters; ++i) {
+      show("timed", i, o.iters, timed_start);
       runner.before_iteration();
       for (OpSample& x : runner.run_once()) {
         x.iteration = i;
@@ -371,6 +380,7 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
       }
       world.barrier();
     }
+    if (progress) std::fprintf(stderr, "\r%60s\r", "");
     report(o, p, world, clocks, samples, check.report, runner.source);
   } catch (const std::exception& x) {
     std::fprintf(stderr, "ringmaster-run: rank %d: %s\n", world.rank(), x.what());
