@@ -4,13 +4,13 @@ namespace rm::runtime {
 
 CollectiveOrder::CollectiveOrder(const schedule::Schedule& s, const schedule::CommMatching& m,
                                  const std::function<bool(schedule::OpId)>& local)
-    : ready_(m.calls.size(), 0) {
-  for (size_t c = 0; c < m.calls.size(); ++c)
+    : s_(s), local_op_(m.calls.size(), -1), ready_(m.calls.size(), 0) {
+  for (size_t c = 0; c < m.calls.size(); ++c) {
     for (schedule::OpId id : m.calls[c])
-      if (id >= 0 && local(id)) {
-        calls_[s.ops[size_t(id)].group].push_back(int64_t(c));
-        break;  // one entry per call, even when this process holds several members (emulation)
-      }
+      if (id >= 0 && local(id)) local_op_[c] = id;
+    // One entry per call, even when this process holds several members (emulation).
+    if (local_op_[c] >= 0) calls_[s.ops[size_t(local_op_[c])].group].push_back(int64_t(c));
+  }
 }
 
 void CollectiveOrder::reset() {
@@ -18,7 +18,8 @@ void CollectiveOrder::reset() {
   for (auto& [g, n] : next_) n = 0;
 }
 
-std::vector<int64_t> CollectiveOrder::ready(int group, int64_t call) {
+std::vector<int64_t> CollectiveOrder::ready(int64_t call) {
+  const int group = s_.ops[size_t(local_op_.at(size_t(call)))].group;
   ready_[size_t(call)] = 1;
   std::vector<int64_t> out;
   const auto& calls = calls_.at(group);

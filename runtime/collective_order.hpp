@@ -22,10 +22,14 @@ class CollectiveOrder {
   CollectiveOrder(const schedule::Schedule& s, const schedule::CommMatching& m,
                   const std::function<bool(schedule::OpId)>& local);
   void reset();  // before each run
-  // Call `call` (on group `group`) is ready; returns the calls to issue now, in order.
-  std::vector<int64_t> ready(int group, int64_t call);
+  // This process's op in call `call`; -1 when it takes no part (the last one when it holds several).
+  schedule::OpId local_op(int64_t call) const { return local_op_[size_t(call)]; }
+  // Call `call` (one with a local op) is ready; returns the calls to issue now, in order.
+  std::vector<int64_t> ready(int64_t call);
 
  private:
+  const schedule::Schedule& s_;
+  std::vector<schedule::OpId> local_op_;       // per call
   std::map<int, std::vector<int64_t>> calls_;  // per group: this process's calls, in call order
   std::map<int, size_t> next_;
   std::vector<uint8_t> ready_;

@@ -301,22 +301,16 @@ void CpuBackend::start_p2p(OpId op, OpId partner) {
 }
 
 void CpuBackend::start_collective(int64_t call) {
-  const auto& ops = plan_.match.calls[size_t(call)];
-  OpId mine = -1;
-  for (OpId id : ops)
-    if (id >= 0 && local(id)) mine = id;
-  if (mine < 0) {
-    for (OpId id : ops) driver_->complete(id);
+  if (order_->local_op(call) < 0) {
+    for (OpId id : plan_.match.calls[size_t(call)]) driver_->complete(id);
     return;
   }
-  for (int64_t c : order_->ready(s_.ops[size_t(mine)].group, call)) issue_collective(c);
+  for (int64_t c : order_->ready(call)) issue_collective(c);
 }
 
 void CpuBackend::issue_collective(int64_t call) {
   const auto& ops = plan_.match.calls[size_t(call)];
-  OpId mine = -1;
-  for (OpId id : ops)
-    if (id >= 0 && local(id)) mine = id;
+  const OpId mine = order_->local_op(call);
   const schedule::Op& o = s_.ops[size_t(mine)];
   const schedule::Access& acc = *s_.access_of(o);
   const schedule::Group& g = s_.groups[size_t(o.group)];

@@ -677,22 +677,17 @@ void CudaBackend::start_collective(int64_t call) {
     emulate_collective(call);
     return;
   }
-  OpId mine = -1;
-  for (OpId id : ops)
-    if (id >= 0 && local(id)) mine = id;
-  if (mine < 0) {
+  if (order_->local_op(call) < 0) {
     for (OpId id : ops) finish(id);
     return;
   }
   // NCCL, like MPI, needs one call order per communicator on every member.
-  for (int64_t c : order_->ready(s_.ops[size_t(mine)].group, call)) issue_nccl_collective(c);
+  for (int64_t c : order_->ready(call)) issue_nccl_collective(c);
 }
 
 void CudaBackend::issue_nccl_collective(int64_t call) {
   const auto& ops = plan_.match.calls[size_t(call)];
-  OpId mine = -1;
-  for (OpId id : ops)
-    if (id >= 0 && local(id)) mine = id;
+  const OpId mine = order_->local_op(call);
   const schedule::Op& o = s_.ops[size_t(mine)];
   const schedule::Access& acc = *s_.access_of(o);
   const schedule::Group& grp = s_.groups[size_t(o.group)];
