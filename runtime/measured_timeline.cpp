@@ -215,6 +215,9 @@ std::vector<std::string> dependency_violations(const schedule::Schedule& s, cons
         break;
       case traces::EdgeKind::collective:
         break;  // a star from the first member: checked below, every member against every other
+      case traces::EdgeKind::launch:
+      case traces::EdgeKind::sync:
+        break;  // imported traces only: timeline_edges never makes them
     }
   }
   // A collective member cannot end before every member (a broadcast: the root) started.

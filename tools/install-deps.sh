@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config ninja-build
   libsimgrid-dev libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
-  libopenmpi-dev openmpi-bin libopenblas-dev
+  libopenmpi-dev openmpi-bin libopenblas-dev libeigen3-dev
 )
 # Notebooks run under Debian's python (not the one first on PATH).
 packages+=(python3-matplotlib python3-pandas python3-nbconvert python3-ipykernel jupyter-nbconvert)

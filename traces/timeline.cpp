@@ -13,7 +13,8 @@ namespace rm::traces {
 namespace {
 constexpr std::array<std::string_view, 5> kSourceNames = {"analytic", "simgrid", "runtime-cpu", "runtime-cuda",
                                                           "kineto"};
-constexpr std::array<std::string_view, kEdgeKindCount> kEdgeKindNames = {"stream", "dependency", "p2p", "collective"};
+constexpr std::array<std::string_view, kEdgeKindCount> kEdgeKindNames = {"stream", "dependency", "p2p", "collective",
+                                                                          "launch", "sync"};
 
 auto order_key(const Event& e) { return std::tie(e.rank, e.stream, e.start_s, e.end_s, e.op, e.name); }
 

@@ -53,8 +53,14 @@ enum class EdgeKind : uint8_t {
   dependency,  // an explicit dependency: `to` started after `from` ended
   p2p,         // a matched send (`from`) and recv (`to`): they transfer together
   collective,  // members of one collective call: the call starts once all are posted
+  // Kinds only trace importers infer (traces/kineto.hpp); engines never emit them.
+  launch,      // a CPU launch (cudaLaunchKernel, cudaMemcpyAsync, ...) -> the GPU event it launched
+  sync,        // a GPU event -> what waited for it to end: a CPU synchronize call, or
+               // (cudaStreamWaitEvent) the first GPU event after the wait on another stream
 };
-inline constexpr int kEdgeKindCount = 4;
+inline constexpr int kEdgeKindCount = 6;
+// The kinds the engines and the runtime emit (the first four).
+inline constexpr int kScheduleEdgeKindCount = 4;
 std::string_view to_string(EdgeKind k);
 std::optional<EdgeKind> parse_edge_kind(std::string_view s);
 

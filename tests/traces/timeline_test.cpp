@@ -67,7 +67,8 @@ TEST(Timeline, SourceNames) {
 TEST(Timeline, EdgeKindNames) {
   for (int k = 0; k < kEdgeKindCount; ++k) EXPECT_EQ(parse_edge_kind(to_string(EdgeKind(k))), EdgeKind(k));
   EXPECT_EQ(to_string(EdgeKind::dependency), "dependency");
-  EXPECT_FALSE(parse_edge_kind("launch"));
+  EXPECT_EQ(to_string(EdgeKind::sync), "sync");
+  EXPECT_FALSE(parse_edge_kind("wait"));
 }
 
 TEST(Timeline, SortKeepsEdgesAndEqualityComparesThem) {
