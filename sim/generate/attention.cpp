@@ -111,6 +111,13 @@ std::vector<int> at_stage(StepContext& ctx, int r, const std::vector<int>& homes
 
 }  // namespace
 
+IndexInputs index_inputs(StepContext& ctx, int r, Phase phase) {
+  const AttentionTensors t = attention_tensors(ctx, r, phase);
+  if (!ctx.shuffles()) return {t.q, t.kv, false};
+  const int stage = ctx.e.parallel.hp > 1 ? 1 : 0;  // after the head all-to-all
+  return {stage_buffer(ctx, r, t.q, stage), stage_buffer(ctx, r, t.kv, stage), true};
+}
+
 std::vector<int> attention_inputs(StepContext& ctx, int r, Phase phase, bool backward) {
   return at_stage(ctx, r, parts_in(ctx, r, phase, backward), 0);
 }
@@ -181,11 +188,13 @@ void emit_attention(StepContext& ctx, const AttentionCall& call, RankDeps& ready
   auto outs = [&](int r) { return parts_out(ctx, r, call.phase, call.backward); };
   int stage = 0;
   if (p.hp > 1) all_to_all_everywhere(ctx, ctx.head_groups, in, where, ready, ins, stage, stage + 1), ++stage;
-  if (ctx.shuffles()) shuffle_everywhere(ctx, where, ready, ins, stage, stage + 1), ++stage;
-  if (ctx.patterns_dynamic && !call.backward)  // every forward and every recomputation of the attention
+  // Every forward and every recomputation of the attention builds its index,
+  // before the per-call shuffle (index_inputs).
+  if (ctx.patterns_dynamic && !call.backward)
     for (int d = 0; d < p.dp; ++d)
       for (int h = 0; h < p.hp; ++h)
         for (int t = 0; t < p.tp; ++t) emit_index_building(ctx, d, h, t, call.phase, call.layer, ready);
+  if (ctx.shuffles()) shuffle_everywhere(ctx, where, ready, ins, stage, stage + 1), ++stage;
   if (ctx.patterns_dynamic && call.backward)  // the backward's own view of the block mask
     for (int d = 0; d < p.dp; ++d)
       for (int h = 0; h < p.hp; ++h)

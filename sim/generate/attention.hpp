@@ -29,6 +29,17 @@ AttentionTensors attention_tensors(StepContext& ctx, int rank, schedule::Phase p
 // after it, per rank: the first exchange's input (or the attention's own
 // buffers when nothing is exchanged). Forward in: Q, K|V; out: O.
 // Backward in: dO (then Q, K|V under selective checkpointing); out: dQ, dK|dV.
+// The Q and K|V the online index building scores (index_building.hpp): the
+// attention's own or, when the layout is shuffled per call, their copies before
+// the shuffle (MTraining's build_index runs on the contiguous layout, then
+// shuffles Q, K and V: minfer_striped.py), where context rank cp - 1 holds the
+// last queries.
+struct IndexInputs {
+  int q = -1, kv = -1;
+  bool before_shuffle = false;
+};
+IndexInputs index_inputs(StepContext& ctx, int rank, schedule::Phase phase);
+
 std::vector<int> attention_inputs(StepContext& ctx, int rank, schedule::Phase phase, bool backward);
 std::vector<int> attention_outputs(StepContext& ctx, int rank, schedule::Phase phase, bool backward);
 

@@ -68,6 +68,7 @@ struct ParamBuffers {
 // top-k picks and, at the root, what each context rank's gather brought.
 struct IndexBuffers {
   AttentionTensors t;
+  int q_in = -1, kv_in = -1;  // what the scores read (attention.hpp: index_inputs)
   int last_q = -1, qk = -1, max = -1, max_all = -1, sum = -1, sum_all = -1, vert = -1, slash = -1;
   int v_top = -1, s_top = -1, v = -1, s = -1;
   std::vector<int> vert_from, slash_from;  // root: per context rank, what its gather brought

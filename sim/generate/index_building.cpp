@@ -61,9 +61,12 @@ void emit_index_building(StepContext& ctx, int d, int h, int t, schedule::Phase 
   // The last queries live with the context rank that owns the last token; the
   // scores are gathered to context rank 0 (calc_index: v_gather_rank = s_gather_rank = 0).
   int last = 0;
-  for (int c = 0; c < cp; ++c)
-    for (const auto& run : ctx.work.tokens(c).runs)
-      if (run.begin + (run.count - 1) * run.stride + run.len == S) last = c;
+  if (index_inputs(ctx, ctx.rank(d, h, 0, t), phase).before_shuffle)
+    last = cp - 1;  // the contiguous layout before the shuffle
+  else
+    for (int c = 0; c < cp; ++c)
+      for (const auto& run : ctx.work.tokens(c).runs)
+        if (run.begin + (run.count - 1) * run.stride + run.len == S) last = c;
   constexpr int kRoot = 0;
 
   // Per rank: the last queries, their scores against the local keys [B, H, 64, N]
@@ -82,7 +85,9 @@ void emit_index_building(StepContext& ctx, int d, int h, int t, schedule::Phase 
         return ctx.buffer(r, "index." + name, BufferRole::index_work, dt, std::move(shape));
       };
       x.t = attention_tensors(ctx, r, phase);
-      x.last_q = cp > 1 ? work("last_q", DType::bf16, {B, Q, H, D}) : x.t.q;
+      const IndexInputs in = index_inputs(ctx, r, phase);
+      x.q_in = in.q, x.kv_in = in.kv;
+      x.last_q = cp > 1 ? work("last_q", DType::bf16, {B, Q, H, D}) : x.q_in;
       x.qk = work("qk", DType::bf16, {B, H, Q, N});
       if (z.top_p) {
         x.max = work("max", DType::bf16, {B, H, Q});
@@ -155,11 +160,11 @@ void emit_index_building(StepContext& ctx, int d, int h, int t, schedule::Phase 
   const int64_t qk_bytes = B * H * Q * N * kBf16Bytes;
   if (cp > 1)
     collective(OpKind::broadcast, head_bytes(Q, int(H), int(D), int(B)), last,
-               [&](int c) { return c == last ? V{buf[size_t(c)].t.q} : V{}; },
+               [&](int c) { return c == last ? V{buf[size_t(c)].q_in} : V{}; },
                [&](int c) { return V{buf[size_t(c)].last_q}; });
   // QK^T of the last queries against the local keys (written once; K read once).
   compute(false, gemm_flops(Q * B, N, D) * double(H), qk_bytes + kv_message_bytes(N, shard.kv_heads, int(D), int(B)) / 2,
-          [&](int c) { return std::pair{V{buf[size_t(c)].last_q, buf[size_t(c)].t.kv}, V{buf[size_t(c)].qk}}; });
+          [&](int c) { return std::pair{V{buf[size_t(c)].last_q, buf[size_t(c)].kv_in}, V{buf[size_t(c)].qk}}; });
   if (z.top_p) {  // a global softmax over all ranks' keys: max, then exp and sum
     const int64_t stat = B * H * Q * kBf16Bytes;
     compute(false, rows * keys, qk_bytes, [&](int c) { return std::pair{V{buf[size_t(c)].qk}, V{buf[size_t(c)].max}}; });

@@ -332,6 +332,52 @@ TEST(IndexBuilding, OpSequenceAndSizesPerSelectionMode) {
   }
 }
 
+// MTraining builds the index on the contiguous layout, then shuffles Q, K and V
+// (minfer_striped.py: build_index, then shuffle_striped_input): the scores read
+// the pre-shuffle copies, the last queries come from context rank cp - 1, and
+// every shuffle all-to-all of the pass comes after the index building. Without a
+// per-call shuffle the scores read the attention's own Q and K|V.
+TEST(IndexBuilding, BuiltOnTheContiguousLayoutBeforeThePerCallShuffle) {
+  for (const char* shuffle : {"per_call", "once"}) {
+    auto e = small_experiment({"parallel.cp=4", "workload.seq_len=65536", "parallel.partition=stripe",
+                               std::string("parallel.shuffle=") + shuffle, "scope=attention_fwd"});
+    auto g = testing::generate(e, testing::model_of(e, testing::vertical_slash_pattern(), /*dynamic=*/true));
+    const bool per_call = std::string(shuffle) == "per_call";
+    for (int r = 0; r < 4; ++r) {
+      OpId last_index = -1, first_a2a = -1;
+      for (const Op& op : g.s.ops) {
+        if (op.rank != r || op.layer != 0 || op.phase != Phase::forward) continue;
+        if (op.kind == OpKind::index_build) last_index = op.id;
+        if (op.kind == OpKind::all_to_all && first_a2a < 0) first_a2a = op.id;
+      }
+      ASSERT_GE(last_index, 0);
+      EXPECT_EQ(first_a2a >= 0, per_call) << shuffle;
+      if (per_call) {
+        EXPECT_LT(last_index, first_a2a) << "rank " << r;
+      }
+      // The scores: the first index_build of the pass reads the last queries and the local K|V.
+      const Op* scores = nullptr;
+      for (const Op& op : g.s.ops)
+        if (op.rank == r && op.layer == 0 && op.kind == OpKind::index_build) {
+          scores = &op;
+          break;
+        }
+      ASSERT_NE(scores, nullptr);
+      std::set<std::string> read;
+      for (int b : g.s.access_of(*scores)->reads) read.insert(g.s.buffers[size_t(b)].name);
+      EXPECT_EQ(read, (std::set<std::string>{"index.last_q", per_call ? "kv.seq" : "kv"})) << shuffle;
+    }
+    // The last queries' broadcast: its root is context rank 3 (GPU 3) and it reads its Q.
+    for (const Op& op : g.s.ops)
+      if (op.kind == OpKind::broadcast && op.layer == 0 && op.phase == Phase::forward && op.rank == 3) {
+        EXPECT_EQ(g.s.ranks[size_t(op.peer)].gpu, 3);
+        ASSERT_EQ(g.s.access_of(op)->reads.size(), 1u);
+        EXPECT_EQ(g.s.buffers[size_t(g.s.access_of(op)->reads[0])].name, per_call ? "q.seq" : "q");
+        break;
+      }
+  }
+}
+
 TEST(IndexBuilding, SelectiveCheckpointRecomputesNoIndexAndStaticPatternsBuildNone) {
   auto e = small_experiment({"parallel.cp=4", "parallel.partition=stripe", "scope=layer", "parallel.checkpoint=selective"});
   auto g = testing::generate(e, testing::model_of(e, testing::vertical_slash_pattern(), true));
