@@ -43,6 +43,7 @@ struct CheckProblem {
   bool causal = true, backward = true;
   uint64_t seed = 1;
   kernels::SparseIndex index;  // dense, or per global query head
+  bool built = false;          // the index was built at run time (index_build ops): it is checked too
   // Attention scopes: LSE, and dV when every dK|dV buffer is fp32, are held to kFp32PathBound.
   bool tight_lse = false, tight_dv = false;
   // The layer scope (check_layer): the dense sizes and the layer checked.

@@ -345,7 +345,9 @@ void CpuBackend::issue_collective(int64_t call) {
       break;
     case OpKind::broadcast: {
       const int root = int(std::find(g.ranks.begin(), g.ranks.end(), o.peer) - g.ranks.begin());
-      f->recv = me_ == o.peer ? concat_reads(mine, o.bytes) : std::vector<std::byte>(size_t(o.bytes));
+      if (me_ != o.peer) f->recv.resize(size_t(o.bytes));
+      else if (writes_last_queries(s_, o) && compute_.index()) f->recv = compute_.index()->last_queries(mine);
+      else f->recv = concat_reads(mine, o.bytes);
       rc = MPI_Ibcast(f->recv.data(), int(o.bytes), MPI_BYTE, root, comm, &f->request);
       break;
     }

@@ -60,15 +60,14 @@ CpuCompute::CpuCompute(const schedule::Schedule& s, const Experiment& e, const B
     : s_(s), e_(e), in_(in), store_(store) {}
 
 void CpuCompute::prepare() {
-  const int D = e_.model.head_dim;
   const int group = e_.model.heads / std::max(1, e_.model.kv_heads);
   bool causal_known = false;
   for (const auto& op : s_.ops) {
     if (op.rank != store_.rank()) continue;
-    if (op.kind == OpKind::index_build)
+    if (op.kind == OpKind::index_build && !index_)
       throw schedule::ScheduleError(schedule::describe(s_, op.id) +
-                                    ": index_build ops (dynamic sparse patterns, whose index is built at run time) are "
-                                    "not executed by the runtime yet: export a dense or static pattern");
+                                    ": index_build ops (dynamic sparse patterns, whose index is built at run time) run "
+                                    "on the cpu backend only: export a dense or static pattern");
     if (op.kind != OpKind::attn_fwd && op.kind != OpKind::attn_bwd) continue;
     const schedule::Attention* a = s_.attention_of(op);
     if (!a) throw schedule::ScheduleError(schedule::describe(s_, op.id) + ": an attention op without its descriptor");
@@ -82,8 +81,16 @@ void CpuCompute::prepare() {
            s_.buffers[size_t(b)].role == BufferRole::kv_slot) &&
           s_.buffers[size_t(b)].dtype != DType::bf16)
         throw schedule::ScheduleError(schedule::describe(s_, op.id) + ": Q and K|V must be bf16");
-    if (a->index == schedule::IndexSource::built)
-      throw schedule::ScheduleError(schedule::describe(s_, op.id) + ": a built sparse index is not executed yet");
+    if (a->index == schedule::IndexSource::built) {
+      if (!index_) throw schedule::ScheduleError(schedule::describe(s_, op.id) + ": a built sparse index runs on the cpu backend only");
+      int fed = -1;
+      for (int b : s_.access_of(op)->reads)
+        if (s_.buffers[size_t(b)].role == BufferRole::index && s_.buffers[size_t(b)].name.rfind("index.bars", 0) != 0) fed = b;
+      if (fed < 0) throw schedule::ScheduleError(schedule::describe(s_, op.id) + ": its index is built but it reads no index buffer");
+      built_plans_.emplace(op.id, kernels::TilePlan{});
+      fed_by_[{fed, in_.copy(op.id, fed)}].push_back(op.id);
+      continue;
+    }
     const int layer = a->index == schedule::IndexSource::pattern ? op.layer : -1;
     const auto key = std::pair{op.detail, layer};
     if (plans_.count(key)) continue;
@@ -102,22 +109,46 @@ void CpuCompute::prepare() {
         if (all.mode == kernels::SparseMode::block_mask) index.block_mask.push_back(all.block_mask.at(size_t(h)));
       }
     }
-    kernels::TileLayout layout;
-    layout.q_pos = positions(s_.token_sets.at(size_t(a->q_tokens)));
-    layout.k_pos = positions(s_.token_sets.at(size_t(a->kv_tokens)));
-    layout.seq_len = int32_t(e_.workload.seq_len);
-    layout.causal = patterns_.causal;
-    const kernels::TileShape shape{a->heads, a->kv_heads, D, int(layout.q_pos.size()), int(layout.k_pos.size())};
-    try {
-      plans_.emplace(key, kernels::make_plan(shape, layout, index));
-    } catch (const std::invalid_argument& x) {
-      throw schedule::ScheduleError(schedule::describe(s_, op.id) + ": the kernels cannot run this tile: " + x.what());
-    }
+    plans_.emplace(key, make_tile_plan(op, index));
   }
+}
+
+kernels::TilePlan CpuCompute::make_tile_plan(const schedule::Op& op, const kernels::SparseIndex& index) const {
+  const schedule::Attention* a = s_.attention_of(op);
+  kernels::TileLayout layout;
+  layout.q_pos = positions(s_.token_sets.at(size_t(a->q_tokens)));
+  layout.k_pos = positions(s_.token_sets.at(size_t(a->kv_tokens)));
+  layout.seq_len = int32_t(e_.workload.seq_len);
+  layout.causal = patterns_.causal;
+  const kernels::TileShape shape{a->heads, a->kv_heads, e_.model.head_dim, int(layout.q_pos.size()),
+                                 int(layout.k_pos.size())};
+  try {
+    return kernels::make_plan(shape, layout, index);
+  } catch (const std::invalid_argument& x) {
+    throw schedule::ScheduleError(schedule::describe(s_, op.id) + ": the kernels cannot run this tile: " + x.what());
+  }
+}
+
+void CpuCompute::use_index(IndexBuilding* x) {
+  index_ = x;
+  x->on_built([this](int buffer, int copy, int head_begin, const kernels::SparseIndex& built) {
+    auto it = fed_by_.find({buffer, copy});
+    if (it == fed_by_.end()) return;
+    for (schedule::OpId id : it->second) {
+      const schedule::Op& op = s_.ops[size_t(id)];
+      const schedule::Attention* a = s_.attention_of(op);
+      kernels::SparseIndex mine;
+      mine.mode = built.mode;
+      for (int h = a->head_begin; h < a->head_begin + a->heads; ++h)
+        mine.vertical_slash.push_back(built.vertical_slash.at(size_t(h - head_begin)));
+      built_plans_.at(id) = make_tile_plan(op, mine);
+    }
+  });
 }
 
 const kernels::TilePlan& CpuCompute::plan_of(const schedule::Op& op) const {
   const schedule::Attention* a = s_.attention_of(op);
+  if (a->index == schedule::IndexSource::built) return built_plans_.at(op.id);
   const int layer = a->index == schedule::IndexSource::pattern ? op.layer : -1;
   return plans_.at({op.detail, layer});
 }
@@ -130,6 +161,10 @@ void CpuCompute::run(schedule::OpId id) {
     case OpKind::attn_bwd: attention(op, true); break;
     case OpKind::gemm: gemm(op); break;
     case OpKind::elementwise: read_pass(op); break;
+    case OpKind::index_build:
+      if (!index_) throw schedule::ScheduleError(schedule::describe(s_, id) + ": no index building on this backend");
+      index_->run(id);
+      break;
     default:
       throw schedule::ScheduleError(schedule::describe(s_, id) + ": not a compute op the cpu backend runs");
   }

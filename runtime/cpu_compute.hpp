@@ -17,6 +17,7 @@
 #include "kernels/plan.hpp"
 #include "runtime/buffer_instances.hpp"
 #include "runtime/dense_layer.hpp"
+#include "runtime/index_building.hpp"
 #include "runtime/layouts.hpp"
 #include "runtime/tensor_store.hpp"
 #include "sim/config/experiment.hpp"
@@ -45,6 +46,10 @@ class CpuCompute {
   void run(schedule::OpId op);
   // The dense layer's norms, GEMMs and SwiGLU run numerically through `d` (tp = 1).
   void use_dense(const DenseLayer* d) { dense_ = d; }
+  // index_build ops run through `x`, and attention ops whose index is built get
+  // their tile plans when it is (before prepare()).
+  void use_index(IndexBuilding* x);
+  IndexBuilding* index() const { return index_; }
   // The tile plan of attention op `op` (after prepare); the cuda backend uploads it.
   const kernels::TilePlan& plan_of(const schedule::Op& op) const;
 
@@ -52,6 +57,7 @@ class CpuCompute {
   void attention(const schedule::Op& op, bool backward);
   void gemm(const schedule::Op& op);
   void read_pass(const schedule::Op& op);
+  kernels::TilePlan make_tile_plan(const schedule::Op& op, const kernels::SparseIndex& index) const;
   std::span<std::byte> buffer(const schedule::Op& op, int b) { return store_.bytes(b, in_.copy(op.id, b)); }
 
   const schedule::Schedule& s_;
@@ -61,6 +67,12 @@ class CpuCompute {
   AttentionPatterns patterns_;
   std::map<std::pair<int, int>, kernels::TilePlan> plans_;  // (detail, layer or -1) -> plan
   const DenseLayer* dense_ = nullptr;
+  IndexBuilding* index_ = nullptr;
+  // Attention ops with a built index: their plan, made when the conversion op
+  // builds the index (the map is filled in prepare(), so it never changes shape
+  // while workers read it), and which ops each (index buffer, copy) feeds.
+  std::map<schedule::OpId, kernels::TilePlan> built_plans_;
+  std::map<std::pair<int, int>, std::vector<schedule::OpId>> fed_by_;
 };
 
 }  // namespace rm::runtime

@@ -65,6 +65,7 @@ struct Prepared {
   std::unique_ptr<Layouts> layouts;
   std::unique_ptr<TensorStore> store;
   std::unique_ptr<CpuCompute> compute;
+  std::unique_ptr<IndexBuilding> index;  // dynamic sparse patterns: the index_build ops
   std::unique_ptr<DenseLayer> dense;
   std::optional<CheckProblem> check;  // with --check
   struct Fault {
@@ -116,17 +117,24 @@ CheckProblem check_problem(const LaunchOptions& o, const Prepared& p) {
   c.seed = o.seed;
   c.backward = false;
   int layer = -1;
-  bool pattern = false;
+  bool pattern = false, built = false;
   for (const auto& op : p.s.ops) {
     c.backward |= op.kind == schedule::OpKind::attn_bwd;
     if (const schedule::Attention* a = p.s.attention_of(op)) {
       pattern |= a->index == schedule::IndexSource::pattern;
+      built |= a->index == schedule::IndexSource::built;
       if (layer >= 0 && op.layer != layer)
         throw ConfigError(o.schedule + ": --check compares one layer's attention; this Schedule has several");
       layer = op.layer;
     }
   }
   if (pattern) c.index = pattern_index(p.e, layer);
+  if (built && c.layer)
+    throw ConfigError(o.schedule + ": --check of the layer scope with an index built at run time is not supported: the "
+                                   "index is selected from Q and K after the QKV GEMM, whose fp32 sums differ from the "
+                                   "single-process reference's by rounding, so the picks at a tie may differ; check the "
+                                   "attention scopes (the layer scope runs for timing)");
+  if (built) c.index = reference_index(p.s, p.e, *p.layouts, p.plan->match, o.seed, layer), c.built = true;
   if (!c.layer) {
     // LSE and (with fp32 dK|dV everywhere) dV never pass through bf16 in attention scopes.
     c.tight_lse = true;
@@ -178,6 +186,8 @@ void prepare(const LaunchOptions& o, const World& world, Prepared& p) {
                                   gb(have)));
   p.store = std::make_unique<TensorStore>(p.s, world.rank(), p.instances->layers());
   p.compute = std::make_unique<CpuCompute>(p.s, p.e, *p.instances, *p.store);
+  p.index = std::make_unique<IndexBuilding>(p.s, p.e, *p.layouts, p.plan->match, *p.instances, *p.store);
+  if (p.index->any()) p.compute->use_index(p.index.get());
   p.compute->prepare();
   p.dense = std::make_unique<DenseLayer>(p.s, p.e, *p.layouts, *p.instances, world.rank());
   p.compute->use_dense(p.dense.get());
@@ -197,6 +207,7 @@ struct Runner {
   std::function<std::vector<OpSample>()> run_once;        // this process's ops, once
   std::function<std::vector<OutputSlice>()> outputs;       // its ranks' attention outputs, after a run
   std::function<std::string()> dense_outputs;              // packed DenseOutputs ("" when none)
+  std::function<std::string()> built_index = [] { return std::string(); };  // packed forward index ("" when none)
   std::function<void()> before_iteration = [] {};
   traces::Source source = traces::Source::runtime_cpu;
 };
@@ -205,6 +216,7 @@ CheckOutcome run_check(const LaunchOptions& o, const Prepared& p, Runner& runner
   runner.run_once();
   const auto all = world.gather(pack(runner.outputs()));
   const auto dense = world.gather(p.check->layer ? runner.dense_outputs() : std::string());
+  const auto built = world.gather(p.check->built ? runner.built_index() : std::string());
   CheckOutcome out;
   std::string verdict;
   if (world.rank() == 0) {
@@ -215,6 +227,7 @@ CheckOutcome run_check(const LaunchOptions& o, const Prepared& p, Runner& runner
     for (const auto& bytes : p.check->layer ? dense : std::vector<std::string>{}) layer.push_back(unpack_dense(bytes));
     out.report = p.check->layer ? check_layer(*p.check, slices, layer, o.check_bound)
                                 : check_attention(*p.check, slices, o.check_bound);
+    if (p.check->built) out.report->tensors.push_back(check_built_index(p.check->index, built));
     if (!o.json) {
       std::printf("check against the single-process reference (seed %llu; error = max |got-ref| / max |ref|):\n",
                   static_cast<unsigned long long>(o.seed));
@@ -345,6 +358,7 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
       runner.run_once = [&cpu] { return cpu->run_once(); };
       runner.outputs = [&p] { return read_outputs(p.s, *p.layouts, *p.instances, *p.store); };
       runner.dense_outputs = [&p] { return pack(p.dense->read_outputs(*p.store)); };
+      runner.built_index = [&p] { return p.check && p.check->built ? p.index->packed_forward(p.check->layer_index) : std::string(); };
       runner.before_iteration = [&p, &o] { p.dense->reseed_gradient(*p.store, o.seed); };
     }
     const std::vector<ClockOffset> clocks = world.clock_offsets(kPingRounds);

@@ -116,6 +116,14 @@ const Kind kKinds[] = {
                                       "--set workload.seq_len=4096 --set parallel.partition=stripe --set parallel.cp=4 "
                                       "--set parallel.ring=hierarchical"},
     {"forward_only", "zigzag-ring", "--set scope=attention_fwd"},
+    // Dynamic patterns: the index_build ops run, and --check compares the index too.
+    {"dynamic_budgets_stripe_per_call", "stripe-ring", "--set workload.pattern=tiny-dynamic-vs --set kernel.attention=block_sparse "
+                                        "--set workload.seq_len=4096 --set parallel.partition=stripe --set parallel.shuffle=per_call"},
+    {"dynamic_top_p_contiguous", "contiguous-ring", "--set workload.pattern=tiny-topp-vs --set kernel.attention=block_sparse "
+                                 "--set workload.seq_len=4096 --set parallel.partition=contiguous"},
+    {"dynamic_budgets_2d_hp2", "2d-stripe-ring", "--set workload.pattern=tiny-dynamic-vs --set kernel.attention=block_sparse "
+                               "--set workload.seq_len=4096 --set parallel.hp=2 --set parallel.partition=stripe "
+                               "--set parallel.shuffle=per_call"},
 };
 
 class AttentionKinds : public RuntimeRun, public ::testing::WithParamInterface<Kind> {};
@@ -135,6 +143,8 @@ TEST_P(AttentionKinds, PassesCheckForwardAndBackward) {
   for (const char* t : {"dQ ", "dK ", "dV "})
     EXPECT_EQ(r.out.find(std::string("  ") + t) != std::string::npos, backward) << t;
   EXPECT_THAT(r.out, HasSubstr(std::to_string(np) + " ranks (runtime-cpu), 2 timed iterations"));
+  const bool dynamic = std::string(k.name).rfind("dynamic", 0) == 0;
+  EXPECT_EQ(r.out.find("  index ") != std::string::npos, dynamic) << r.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtime, AttentionKinds, ::testing::ValuesIn(kKinds),
@@ -278,6 +288,14 @@ TEST_F(RuntimeRun, RefusesBuffersThatDoNotFit) {
 TEST_F(RuntimeRun, RefusesCheckOnAScopeItCannotCompare) {
   const std::string s = schedule("step", "--set scope=step");
   expect_refused(run(2, "--schedule '" + s + "' --check"), "--check compares");
+}
+
+TEST_F(RuntimeRun, RefusesAnIndexBuiltOnStripedKeys) {
+  // parallel.shuffle = once: the index building would read the ring's striped
+  // keys, where MTraining builds on the contiguous layout.
+  const std::string s = schedule("dynamic_once", "--set workload.pattern=tiny-dynamic-vs --set kernel.attention=block_sparse "
+                                                 "--set workload.seq_len=4096 --set parallel.partition=stripe");
+  expect_refused(run(2, "--schedule '" + s + "'"), "not one contiguous run");
 }
 
 TEST_F(RuntimeRun, RefusesABadFaultSpec) {
