@@ -173,8 +173,12 @@ void register_compare(CLI::App& app) {
                   "Or: simulate this Schedule file (with the experiment it carries) and compare that");
   cmd->add_option("--measured", o->measured, "The measured Timeline (`ringmaster-run --trace`)")->required();
   cmd->add_option("--engine", o->engine, "With --schedule: analytic or simgrid")->capture_default_str();
-  cmd->add_option("--set", o->sets, "With --schedule: override a cost key of its experiment, path=value (repeatable)");
-  cmd->add_option("--configs", o->config_dirs, "Search this folder for named configs first (repeatable)");
+  // One value per flag, as add_experiment_options does.
+  cmd->add_option("--set", o->sets,
+                  "With --schedule: override a cost key of its experiment, path=value (one per flag, repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--configs", o->config_dirs, "Search this folder for named configs first (one per flag, repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("--csv", o->csv, "Write one row per joined op to this CSV file");
   cmd->add_option("--trace", o->trace,
                   "Write both Timelines as one Chrome trace (predicted ranks above measured; .gz to compress)");
