@@ -51,6 +51,7 @@ Errors errors_of(const std::vector<const OpPair*>& ops) {
     ++e.count;
     e.predicted_s += p->predicted_s();
     e.measured_s += p->measured_s();
+    if (p->samples > 0 && std::abs(p->error_s()) <= p->measured_spread_s) ++e.within_spread;
     if (p->measured_s() > 0) {
       ++e.mape_ops;
       abs_rel += std::abs(p->error_s()) / p->measured_s();
@@ -104,6 +105,8 @@ OpPair pair_of(const traces::JoinedEvent& j) {
   o.predicted_end_s = p.end_s;
   o.measured_start_s = m.start_s;
   o.measured_end_s = m.end_s;
+  o.measured_spread_s = m.spread_s;
+  o.samples = m.samples;
   return o;
 }
 
@@ -249,7 +252,7 @@ nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*
 nlohmann::json errors_json(const Errors& e) {
   return {{"count", e.count},   {"predicted_s", e.predicted_s}, {"measured_s", e.measured_s},
           {"error_s", e.error_s}, {"rel_error", opt(e.rel_error)}, {"mape", opt(e.mape)},
-          {"weighted_mape", opt(e.weighted_mape)}, {"mape_ops", e.mape_ops}};
+          {"weighted_mape", opt(e.weighted_mape)}, {"mape_ops", e.mape_ops}, {"within_spread", e.within_spread}};
 }
 
 nlohmann::json rows_json(const std::vector<GroupRow>& rows, const char* key, bool numeric) {
@@ -313,14 +316,14 @@ nlohmann::json to_json(const Comparison& c) {
 std::string to_csv(const Comparison& c) {
   std::string out =
       "op,rank,stream,kind,layer,step,phase,predicted_start_s,predicted_end_s,predicted_s,measured_start_s,"
-      "measured_end_s,measured_s,error_s\n";
+      "measured_end_s,measured_s,error_s,measured_spread_s,samples\n";
   // Kinds and phases are identifiers of ours (no comma or quote); written as they are.
   for (const OpPair& p : c.ops)
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", p.op, p.rank, p.stream, p.kind,
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", p.op, p.rank, p.stream, p.kind,
                        p.layer < 0 ? std::string() : std::to_string(p.layer),
                        p.step < 0 ? std::string() : std::to_string(p.step), p.phase, p.predicted_start_s,
                        p.predicted_end_s, p.predicted_s(), p.measured_start_s, p.measured_end_s, p.measured_s(),
-                       p.error_s());
+                       p.error_s(), p.measured_spread_s, p.samples);
   return out;
 }
 

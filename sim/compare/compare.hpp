@@ -38,6 +38,10 @@ struct OpPair {
   std::string phase;  // empty: not given
   double predicted_start_s = 0, predicted_end_s = 0;
   double measured_start_s = 0, measured_end_s = 0;
+  // A repeated measurement's spread (max - min of the op's duration over its
+  // samples; 0 when not repeated): an error within it is within the run's noise.
+  double measured_spread_s = 0;
+  int samples = 0;
   double predicted_s() const { return predicted_end_s - predicted_start_s; }
   double measured_s() const { return measured_end_s - measured_start_s; }
   double error_s() const { return predicted_s() - measured_s(); }
@@ -53,6 +57,7 @@ struct Errors {
   // and the duration-weighted variant sum |p - m| / sum m over the same ops.
   std::optional<double> mape, weighted_mape;
   int64_t mape_ops = 0;  // ops with m > 0
+  int64_t within_spread = 0;  // ops with |p - m| <= their measured spread (0 for unrepeated measurements)
 };
 
 // A row of a per-kind / rank / step / layer / phase table.

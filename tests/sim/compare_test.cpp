@@ -226,6 +226,20 @@ TEST(Compare, ZeroMeasuredOpsAreLeftOutOfMapeAndCounted) {
   EXPECT_EQ(to_json(c)["mape"]["zero_measured_ops"], 1);
 }
 
+TEST(Compare, ErrorsWithinTheMeasuredSpreadAreCounted) {
+  Timeline m = measured_small();
+  for (Event& e : m.events) e.samples = 5;
+  m.events[0].spread_s = 2.0;  // op 0: |error| 2, within
+  m.events[2].spread_s = 0.5;  // op 2: |error| 1, not within
+  m.events[3].spread_s = 5.0;  // op 3: |error| 5, within (the bound is inclusive)
+  // op 1: error 0 and spread 0: within
+  const Comparison c = compare(predicted_small(), m);
+  EXPECT_EQ(c.all.within_spread, 3);
+  EXPECT_EQ(row(c.by_kind, "attn_fwd").errors.within_spread, 1);
+  // Unrepeated measurements (samples 0) are never within a spread.
+  EXPECT_EQ(compare(predicted_small(), measured_small()).all.within_spread, 0);
+}
+
 std::string error_of(const Timeline& p, const Timeline& m) {
   try {
     compare(p, m, {.predicted_name = "P.json", .measured_name = "M.json"});
@@ -292,11 +306,11 @@ TEST(Compare, CsvHasOneRowPerJoinedOp) {
   std::getline(in, line);
   EXPECT_EQ(line,
             "op,rank,stream,kind,layer,step,phase,predicted_start_s,predicted_end_s,predicted_s,measured_start_s,"
-            "measured_end_s,measured_s,error_s");
+            "measured_end_s,measured_s,error_s,measured_spread_s,samples");
   std::vector<std::string> rows;
   while (std::getline(in, line)) rows.push_back(line);
   ASSERT_EQ(rows.size(), 4u);
-  EXPECT_EQ(rows[3], "3,1,0,attn_bwd,1,,backward,3,8,5,2,12,10,-5");
+  EXPECT_EQ(rows[3], "3,1,0,attn_bwd,1,,backward,3,8,5,2,12,10,-5,0,0");
 }
 
 TEST(Compare, JsonHasEveryTable) {

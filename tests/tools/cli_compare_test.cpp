@@ -56,6 +56,8 @@ TEST(CliCompare, JsonFromAFileAndFromTheScheduleAgree) {
   EXPECT_EQ(ja["ops"]["predicted_only"], 0);
   EXPECT_EQ(ja["ops"]["measured_only"], 0);
   EXPECT_EQ(ja["by_kind"], jb["by_kind"]);
+  // Without the Schedule the critical path reads kinds from the events: the same path and list.
+  EXPECT_EQ(ja["top_contributors"], jb["top_contributors"]);
   EXPECT_EQ(ja["top_contributors"]["basis"], "measured critical path");
   // The measured step is the median iteration the run recorded.
   EXPECT_GT(ja["step"]["measured_s"].get<double>(), 0);

@@ -62,11 +62,11 @@ std::string pct_abs(const std::optional<double>& v) { return v ? fmt::format("{:
 
 constexpr size_t kTextRows = 16;
 std::string group_table(const std::string& title, const std::vector<compare::GroupRow>& rows) {
-  Table t({title, "ops", "predicted ms", "measured ms", "error ms", "error %", "MAPE"});
+  Table t({title, "ops", "predicted ms", "measured ms", "error ms", "error %", "MAPE", "in spread"});
   for (size_t i = 0; i < rows.size() && i < kTextRows; ++i) {
     const compare::Errors& e = rows[i].errors;
     t.row({rows[i].key, std::to_string(e.count), ms(e.predicted_s), ms(e.measured_s), ms(e.error_s), pct(e.rel_error),
-           pct_abs(e.mape)});
+           pct_abs(e.mape), std::to_string(e.within_spread)});
   }
   std::string out = t.str();
   if (rows.size() > kTextRows) out += fmt::format("({} more rows in --json)\n", rows.size() - kTextRows);
