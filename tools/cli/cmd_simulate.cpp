@@ -10,6 +10,7 @@
 
 #include "sim/generate/footprint.hpp"
 #include "sim/pipeline/pipeline.hpp"
+#include "sim/schedule/schedule_file.hpp"
 #include "traces/chrome_trace.hpp"
 #include "tools/cli/cli_common.hpp"
 #include "tools/cli/keep_freed_memory.hpp"
@@ -50,13 +51,15 @@ void run(const Options& o) {
     in = session.schedule(e);
   }
   progress.update(fmt::format("simulating {} ops ({})", in.ops.size(), o.engine), 2, 3);
-  const pipeline::Simulation sim = pipeline::simulate_schedule(e, std::move(in), *kind);
+  pipeline::Simulation sim = pipeline::simulate_schedule(e, std::move(in), *kind);
   const schedule::Schedule& s = sim.schedule;
-  const traces::Timeline& tl = sim.timeline;
   const report::StepReport& rep = sim.report;
   if (!o.trace.empty()) {
     progress.update("writing " + o.trace, 3, 3);
-    traces::write_chrome_trace(tl, o.trace);
+    // The hash ringmaster-run records, so `ringmaster compare` can tell that a
+    // predicted and a measured Timeline are of one Schedule.
+    sim.timeline.metadata["schedule_hash"] = schedule::schedule_hash(s);
+    traces::write_chrome_trace(sim.timeline, o.trace);
   }
   if (o.exp.json) {
     nlohmann::json j = report::to_json(rep);
