@@ -97,7 +97,7 @@ KinetoImport assemble(std::vector<RawFile> files) {
   int64_t next_op = 0;
   for (RawFile& f : files) {
     names.push_back(f.name);
-    out.ranks.push_back({f.rank, f.world_size, f.name, f.backend});
+    out.ranks.push_back({f.rank, f.world_size, f.name, f.backend, f.json_bytes, f.trace_events});
     t.rank_names[f.rank] = fmt::format("rank {} ({})", f.rank, std::filesystem::path(f.name).filename().string());
     for (const auto& [kind, n] : f.skipped) out.skipped[kind] += n;
 

@@ -53,6 +53,8 @@ struct KinetoRank {
   int world_size = 0;   // distributedInfo.world_size; 0: not recorded (a single-GPU trace)
   std::string file;
   std::string backend;  // distributedInfo.backend ("nccl"); empty: not recorded
+  int64_t json_bytes = 0;    // the file's JSON text (after gunzip), in bytes
+  int64_t trace_events = 0;  // entries of its traceEvents, kept or not
   bool operator==(const KinetoRank&) const = default;
 };
 

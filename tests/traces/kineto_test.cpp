@@ -157,6 +157,29 @@ TEST(Kineto, StreamSynchronizeWithoutCudaSyncTakesTheOpThatEndedLastBeforeItRetu
   EXPECT_EQ(edges_of(parse_one(trace(events)), EdgeKind::sync), (std::vector<Edge>{E(5, 3, EdgeKind::sync)}));
 }
 
+TEST(Kineto, StreamWaitEventWithoutCudaSyncFollowsTheThreadsLaunches) {
+  // launch a (s7), record, wait, launch b (s9): b waits for a. Then the same on one
+  // stream (no edge: stream order says it), and a waiter that started before the
+  // awaited op ended (no edge: the recorded times contradict the guess).
+  auto calls = [](int64_t c0, int64_t t) {
+    return cpu("cuda_runtime", "cudaLaunchKernel", t, 1, c0) + "," + cpu("cuda_runtime", "cudaEventRecord", t + 1, 1, c0 + 1) +
+           "," + cpu("cuda_runtime", "cudaStreamWaitEvent", t + 2, 1, c0 + 2) + "," +
+           cpu("cuda_runtime", "cudaLaunchKernel", t + 3, 1, c0 + 3);
+  };
+  const std::string events = calls(1, 0) + "," + calls(5, 100) + "," + calls(9, 200) + "," +
+                             gpu("kernel", "a", 7, 1, 10, 1) + "," + gpu("kernel", "b", 9, 11, 10, 4) + "," +
+                             gpu("kernel", "c", 7, 101, 10, 5) + "," + gpu("kernel", "d", 7, 111, 10, 8) + "," +
+                             gpu("kernel", "e", 7, 201, 10, 9) + "," + gpu("kernel", "f", 9, 205, 10, 12);
+  // ops 0..11 the calls, 12 a, 13 b, 14 c, 15 d, 16 e, 17 f
+  EXPECT_EQ(edges_of(parse_one(trace(events)), EdgeKind::sync), (std::vector<Edge>{E(12, 13, EdgeKind::sync)}));
+  // Without the cudaEventRecord calls (older traces) the last launch before the wait stands for it.
+  const std::string no_record = cpu("cuda_runtime", "cudaLaunchKernel", 0, 1, 1) + "," +
+                                cpu("cuda_runtime", "cudaStreamWaitEvent", 2, 1, 3) + "," +
+                                cpu("cuda_runtime", "cudaLaunchKernel", 3, 1, 4) + "," + gpu("kernel", "a", 7, 1, 10, 1) +
+                                "," + gpu("kernel", "b", 9, 11, 10, 4);
+  EXPECT_EQ(edges_of(parse_one(trace(no_record)), EdgeKind::sync), (std::vector<Edge>{E(3, 4, EdgeKind::sync)}));
+}
+
 TEST(Kineto, LaunchFallsBackOnAc2gFlows) {
   // No correlation on either side: the flow's ends sit at the call's and the kernel's start.
   const std::string events =
@@ -469,8 +492,6 @@ TEST(KinetoRecorded, NcclParserConfig) {
     allreduce += c.kind == "allreduce";
   }
   EXPECT_EQ(allreduce, 15);
-  const KinetoCollective& first = k.collectives.begin()->second;
-  (void)first;
   // Every GPU event has its launch; the streams are 7 and 40.
   EXPECT_EQ(edge_kinds(k).at(EdgeKind::launch), 2700 + 960 + 114);
   EXPECT_EQ(edge_kinds(k).at(EdgeKind::stream), 2700 + 960 + 114 - 2);
@@ -530,14 +551,40 @@ TEST(KinetoRecorded, TwoRanksOfTheSampledJob) {
   EXPECT_NEAR(k.steps[2].start_s - k.steps[0].start_s, (1682725898079484 - 1682725898079292) * 1e-6, 1e-12);
 }
 
-TEST(KinetoRecorded, EveryFileReads) {
+TEST(KinetoRecorded, DdpRankWithoutCollectiveMetadata) {
+  REQUIRE_DATA("df_index_resolver__df_index_resolver.json.gz");
+  const KinetoImport k = read_kineto({(data_dir() / "df_index_resolver__df_index_resolver.json.gz").string()});
+  EXPECT_EQ(categories(k), (std::map<std::string, int64_t>{{"cpu_op", 56680}, {"cuda_runtime", 42373},
+                                                           {"gpu_memcpy", 2040}, {"gpu_memset", 880},
+                                                           {"kernel", 19370}, {"user_annotation", 2035}}));
+  ASSERT_EQ(k.ranks.size(), 1u);
+  EXPECT_EQ(k.ranks[0].rank, 1);
+  EXPECT_EQ(k.ranks[0].trace_events, 216092);  // every entry, kept or not
+  EXPECT_EQ(k.steps.size(), 5u);
+  EXPECT_EQ(k.collectives.size(), 2020u);
+  std::set<int64_t> seqs;
+  for (const auto& [op, c] : k.collectives) {
+    ASSERT_TRUE(c.inferred);
+    ASSERT_EQ(c.kind, "allreduce");
+    seqs.insert(c.seq);
+  }
+  EXPECT_EQ(seqs.size(), 2020u);  // 0..2019 on the NCCL stream
+  EXPECT_EQ(*seqs.rbegin(), 2019);
+  const auto kinds = edge_kinds(k);
+  EXPECT_EQ(kinds.at(EdgeKind::launch), 19370 + 2040 + 880);
+  EXPECT_EQ(kinds.at(EdgeKind::stream), 19370 + 2040 + 880 - 2);
+  EXPECT_EQ(kinds.count(EdgeKind::collective), 0u);  // one rank: nothing to match
+  // No cuda_sync events: cudaDeviceSynchronize (once, on both streams) and the
+  // record/wait pattern of DDP's 6,060 cudaStreamWaitEvent calls.
+  EXPECT_GT(kinds.at(EdgeKind::sync), 2020);
+  EXPECT_EQ(k.skipped.at("ph i cat cpu_instant_event"), 28010);
+}
+
+TEST(KinetoRecorded, SingleGpuTraces) {
   const std::map<std::string, std::map<std::string, int64_t>> expected{
       {"critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz",
        {{"cpu_op", 359}, {"cuda_runtime", 361}, {"gpu_memcpy", 16}, {"gpu_memset", 3}, {"kernel", 79},
         {"user_annotation", 8}}},
-      {"df_index_resolver__df_index_resolver.json.gz",
-       {{"cpu_op", 56680}, {"cuda_runtime", 42373}, {"gpu_memcpy", 2040}, {"gpu_memset", 880}, {"kernel", 19370},
-        {"user_annotation", 2035}}},
       {"param__resnet_kineto.json.gz",
        {{"cpu_op", 39416}, {"cuda_runtime", 25928}, {"gpu_memcpy", 123}, {"gpu_memset", 362}, {"kernel", 9628},
         {"user_annotation", 90}}},
@@ -546,9 +593,12 @@ TEST(KinetoRecorded, EveryFileReads) {
     if (!fs::exists(data_dir() / file)) GTEST_SKIP() << "recorded Kineto traces not found in " << data_dir().string();
     const KinetoImport k = read_kineto({(data_dir() / file).string()});
     EXPECT_EQ(categories(k), cats) << file;
+    EXPECT_TRUE(k.steps.empty()) << file;
+    EXPECT_TRUE(k.collectives.empty()) << file;
     int64_t gpu_events = 0;
     for (const auto& [cat, n] : cats) gpu_events += cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" ? n : 0;
     EXPECT_EQ(edge_kinds(k).at(EdgeKind::launch), gpu_events) << file;
+    EXPECT_GT(edge_kinds(k).at(EdgeKind::sync), 0) << file;
   }
 }
 
