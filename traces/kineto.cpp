@@ -151,6 +151,15 @@ KinetoImport assemble(std::vector<RawFile> files) {
     std::map<std::string, int64_t> seq;
     for (const auto& [i, op] : nccl) {
       KinetoCollective c = std::move(*f.events[i].nccl);
+      // A collective without metadata in a job of one process group ran on it
+      // (point-to-point kernels may run on any pair: left alone).
+      if (c.process_group.empty() && f.pg_config.size() == 1 && c.kind != "send" && c.kind != "recv" &&
+          c.kind != "sendrecv") {
+        const PgConfig& pg = f.pg_config.front();
+        c.process_group = pg.name;
+        for (int64_t r : pg.ranks) c.group_ranks.push_back(int(r));
+        c.group_size = int(pg.size > 0 ? pg.size : int64_t(pg.ranks.size()));
+      }
       const std::string key = group_key(c, f.events[i].stream);
       c.seq = seq[key]++;
       calls[{key, c.seq}].emplace_back(f.rank, op, c.kind);

@@ -268,6 +268,18 @@ TEST(Kineto, InferredNcclKernelHasKindButNoSize) {
   EXPECT_EQ(c.process_group, "");
 }
 
+TEST(Kineto, InferredCollectiveTakesTheJobsOnlyProcessGroup) {
+  const std::string dist =
+      R"({"rank": 0, "world_size": 2, "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "pg_size": 2, "ranks": [0, 1]}]})";
+  const std::string events = gpu("kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", 14, 0, 5, 1) + "," +
+                             gpu("kernel", "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)", 15, 0, 5, 2);
+  const KinetoImport k = parse_one(trace(events, dist));
+  EXPECT_EQ(k.collectives.at(0).process_group, "0");
+  EXPECT_EQ(k.collectives.at(0).group_ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(k.collectives.at(0).group_size, 2);
+  EXPECT_EQ(k.collectives.at(1).process_group, "");  // point-to-point: any pair
+}
+
 TEST(Kineto, CollectivesMatchAcrossRanksByGroupAndSequence) {
   const std::string dist0 = R"({"rank": 0, "world_size": 2, "backend": "nccl"})";
   const std::string dist1 = R"({"rank": 1, "world_size": 2, "backend": "nccl"})";
