@@ -9,7 +9,6 @@
 #include <charconv>
 #include <filesystem>
 #include <limits>
-#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -92,8 +91,14 @@ KinetoImport assemble(std::vector<RawFile> files) {
   t.source = Source::kineto;
   std::vector<std::string> names;
   std::vector<Edge> stream_edges, launch_edges, sync_edges;
-  // (group key, seq) -> (rank, op, kind) of each member, ranks ascending.
-  std::map<std::pair<std::string, int64_t>, std::vector<std::tuple<int, int64_t, std::string>>> calls;
+  // (group key, seq) -> each member, ranks ascending.
+  struct Member {
+    int64_t op;
+    std::string kind;
+    bool inferred;
+    int64_t start_ns, end_ns;
+  };
+  std::map<std::pair<std::string, int64_t>, std::vector<Member>> calls;
   int64_t next_op = 0;
   for (RawFile& f : files) {
     names.push_back(f.name);
@@ -162,7 +167,8 @@ KinetoImport assemble(std::vector<RawFile> files) {
       }
       const std::string key = group_key(c, f.events[i].stream);
       c.seq = seq[key]++;
-      calls[{key, c.seq}].emplace_back(f.rank, op, c.kind);
+      const RawEvent& e = f.events[i];
+      calls[{key, c.seq}].push_back({op, c.kind, c.inferred, e.start_ns, e.start_ns + e.dur_ns});
       out.collectives.emplace(op, std::move(c));
     }
 
@@ -173,18 +179,30 @@ KinetoImport assemble(std::vector<RawFile> files) {
   t.edges.insert(t.edges.end(), launch_edges.begin(), launch_edges.end());
   t.edges.insert(t.edges.end(), sync_edges.begin(), sync_edges.end());
   // One call's kernels across the recorded ranks: first member -> each other,
-  // when they agree on the kind (a mismatch means the guess of the call failed).
+  // when they agree on the kind (else the guess of the call failed) and, for a
+  // call guessed from kernel names, when the kernels overlap in time (every
+  // member of an NCCL call runs until all have joined; point-to-point kernels
+  // on one stream may pair with ranks that were not recorded).
   if (files.size() >= 2)
     for (const auto& [key, members] : calls) {
       if (members.size() < 2) continue;
-      const bool same = std::all_of(members.begin(), members.end(),
-                                    [&](const auto& m) { return std::get<2>(m) == std::get<2>(members.front()); });
-      if (!same) {
+      const Member& first = members.front();
+      bool guessed = false;
+      int64_t last_start = first.start_ns, first_end = first.end_ns;
+      for (const Member& m : members) {
+        guessed = guessed || m.inferred;
+        last_start = std::max(last_start, m.start_ns);
+        first_end = std::min(first_end, m.end_ns);
+      }
+      if (!std::all_of(members.begin(), members.end(), [&](const Member& m) { return m.kind == first.kind; })) {
         ++out.skipped["collective call whose ranks disagree on the kind"];
         continue;
       }
-      for (size_t k = 1; k < members.size(); ++k)
-        t.edges.push_back({std::get<1>(members.front()), std::get<1>(members[k]), EdgeKind::collective});
+      if (guessed && last_start > first_end) {
+        ++out.skipped["collective call guessed from kernel names whose kernels do not overlap"];
+        continue;
+      }
+      for (size_t k = 1; k < members.size(); ++k) t.edges.push_back({first.op, members[k].op, EdgeKind::collective});
     }
 
   t.metadata["files"] = names;

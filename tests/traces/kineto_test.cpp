@@ -301,6 +301,17 @@ TEST(Kineto, CollectivesMatchAcrossRanksByGroupAndSequence) {
   EXPECT_EQ(k.timeline.events[3].rank, 1);
 }
 
+TEST(Kineto, GuessedCallsMustOverlapInTime) {
+  const std::string k = "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)";
+  const std::string r0 = trace(gpu("kernel", k, 84, 0, 10, 1) + "," + gpu("kernel", k, 84, 100, 10, 2),
+                               R"({"rank": 0, "world_size": 2})");
+  const std::string r1 = trace(gpu("kernel", k, 84, 5, 10, 1) + "," + gpu("kernel", k, 84, 200, 10, 2),
+                               R"({"rank": 1, "world_size": 2})");
+  const KinetoImport imp = parse_kineto({{"r0", r0}, {"r1", r1}});
+  EXPECT_EQ(edges_of(imp, EdgeKind::collective), (std::vector<Edge>{E(0, 2, EdgeKind::collective)}));
+  EXPECT_EQ(imp.skipped.at("collective call guessed from kernel names whose kernels do not overlap"), 1);
+}
+
 TEST(Kineto, FractionalMicrosecondsAndBaseTimeAreExact) {
   // Rank 1's clock base is 1 s later; its ts are relative to its own base.
   const std::string r0 = trace(gpu("kernel", "a", 7, 0, 1, 1) + "," +
@@ -556,7 +567,12 @@ TEST(KinetoRecorded, TwoRanksOfTheSampledJob) {
     EXPECT_EQ(c.kind, "sendrecv");
   }
   const auto kinds = edge_kinds(k);
-  EXPECT_EQ(kinds.at(EdgeKind::collective), 10);  // 10 SendRecv calls on stream 84 of each rank
+  // 10 SendRecv kernels on each rank, 8 on stream 84 and 2 on stream 203, matched by
+  // stream and order: both of stream 203 overlap their partner (within 0.3 ms of each
+  // other's end), only 2 of stream 84 do: this sampled 128-rank job's point-to-point
+  // kernels mostly pair with ranks that were not recorded.
+  EXPECT_EQ(kinds.at(EdgeKind::collective), 4);
+  EXPECT_EQ(k.skipped.at("collective call guessed from kernel names whose kernels do not overlap"), 6);
   EXPECT_EQ(kinds.at(EdgeKind::launch), (1154 + 40 + 10) + (1104 + 40 + 10));
   EXPECT_EQ(kinds.count(EdgeKind::sync), 0u);
   // Both files' events on one clock: rank 1's first step starts 0.192 ms after rank 0's.
