@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <string>
 
 #include <fmt/format.h>
@@ -474,6 +475,32 @@ TEST(KinetoBadInput, GzipFilesTruncatedOrCorrupt) {
   fs::remove_all(dir);
 }
 
+TEST(KinetoBadInput, CutOrDamagedTextIsATraceErrorNeverACrash) {
+  // Every prefix of a small valid trace, and random byte changes: either it reads or it is
+  // one TraceError naming the file; nothing else escapes.
+  const std::string text =
+      trace(cpu("cuda_runtime", "cudaLaunchKernel", 0, 2, 1) + "," + gpu("kernel", "k", 7, 2, 5, 1) + "," +
+                nccl_kernel(40, 10, 2, "allreduce", 4, 4) + "," + sync_event("Stream Sync", 1, 7),
+            R"({"rank": 0, "world_size": 2, "pg_config": [{"pg_name": "0", "pg_size": 2, "ranks": [0, 1]}]})",
+            R"("baseTimeNanoseconds": 1000,)");
+  ASSERT_EQ(parse_one(text).timeline.events.size(), 3u);
+  auto check = [](const std::string& t) {
+    try {
+      parse_kineto({{"t.json", t}});
+    } catch (const TraceError& e) {
+      EXPECT_THAT(std::string(e.what()), HasSubstr("t.json")) << t;
+    }
+  };
+  for (size_t n = 0; n < text.size(); ++n) check(text.substr(0, n));
+  std::mt19937 rng(7);
+  const std::string junk = "{}[]\":,0-.e9x \\\xff";
+  for (int i = 0; i < 2000; ++i) {
+    std::string t = text;
+    for (int k = 0; k < 3; ++k) t[rng() % t.size()] = junk[rng() % junk.size()];
+    check(t);
+  }
+}
+
 // --- the recorded traces of ../shared/data/kineto ---
 
 fs::path data_dir() { return fs::path(RINGMASTER_SOURCE_DIR) / ".." / "shared" / "data" / "kineto"; }
@@ -521,6 +548,8 @@ TEST(KinetoRecorded, NcclParserConfig) {
   EXPECT_EQ(k.gpu_streams, (std::set<StreamKey>{{0, 7}, {0, 40}}));
   EXPECT_EQ(k.timeline.stream_name(0, 40), "stream 40");
   EXPECT_EQ(k.skipped.at("ph X cat gpu_user_annotation"), 30);
+  // Our Chrome-trace format holds the import, edges of every kind included.
+  EXPECT_TRUE(approx_equal(from_chrome_json(to_chrome_json(k.timeline), "back.json"), k.timeline));
 }
 
 TEST(KinetoRecorded, EventSyncTraces) {
