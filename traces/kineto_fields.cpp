@@ -1,3 +1,5 @@
+// Checking and typing the fields of one Kineto trace entry (what each must
+// be: docs/kineto.md), and the exact microseconds -> nanoseconds conversion.
 #include "traces/kineto_fields.hpp"
 
 #include <algorithm>
@@ -52,7 +54,6 @@ std::string trimmed(std::string_view s) {
 
 // "[0, 1]" (how PyTorch writes "Process Group Ranks") -> {0, 1}; nullopt if not such a list.
 std::optional<std::vector<int64_t>> parse_int_list(std::string_view s) {
-  s = std::string_view(s.data(), s.size());
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
   if (s.size() < 2 || s.front() != '[' || s.back() != ']') return std::nullopt;

@@ -1,3 +1,4 @@
+// Chunked reading and gunzip of one Kineto file (zlib inflate, one member).
 #include "traces/kineto_input.hpp"
 
 #include <algorithm>
