@@ -436,6 +436,11 @@ TEST(KinetoBadInput, FilesAndJobs) {
               HasSubstr("t.json: distributedInfo.rank: 2 is not below world_size 2"));
   EXPECT_THAT(error_of(trace(k, R"({"rank": -1})")), HasSubstr("distributedInfo.rank: -1 is out of range"));
   EXPECT_THAT(error_of(std::vector<std::pair<std::string, std::string>>{}), HasSubstr("no Kineto trace given"));
+  const std::string deep = std::string(300, '[') + std::string(300, ']');
+  EXPECT_THAT(error_of(trace(k + R"(, {"ph": "X", "args": {"grid": )" + deep + "}}")),
+              HasSubstr("t.json: nested deeper than 256 levels"));
+  EXPECT_THAT(error_of(trace(k + ", {\"ph\": \"X\", \"name\": \"\xc3\x28\"}")), HasSubstr("t.json: not valid JSON"));
+  EXPECT_THAT(error_of(R"({"traceEvents": [], "traceEvents": []})"), HasSubstr("t.json: key \"traceEvents\" appears twice"));
 }
 
 TEST(KinetoBadInput, GzipFilesTruncatedOrCorrupt) {
