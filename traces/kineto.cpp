@@ -57,6 +57,24 @@ void check_one_job(const std::vector<RawFile>& files) {
       throw TraceError(fmt::format("{} and {}: ranks of different jobs: distributedInfo.pg_config differs ({} vs {})",
                                    first.name, b.name, pg_text(first.pg_config), pg_text(b.pg_config)));
   }
+  // The ranks of one job are profiled over the same steps, so their recorded
+  // spans overlap; disjoint spans mean runs recorded at different times.
+  std::vector<std::pair<int64_t, int64_t>> span;
+  for (const RawFile& f : files) {
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+    for (const RawEvent& e : f.events) {
+      lo = std::min(lo, e.start_ns);
+      hi = std::max(hi, e.start_ns + e.dur_ns);
+    }
+    span.push_back({lo, hi});
+  }
+  for (size_t i = 0; i < files.size(); ++i)
+    for (size_t j = i + 1; j < files.size(); ++j)
+      if (span[i].second < span[j].first || span[j].second < span[i].first)
+        throw TraceError(fmt::format(
+            "{} and {}: ranks of different jobs: their recorded times do not overlap ({:.6f} s apart)", files[i].name,
+            files[j].name,
+            double(std::max(span[i].first, span[j].first) - std::min(span[i].second, span[j].second)) * 1e-9));
 }
 
 // "ProfilerStep#12" -> 12; nullopt for any other name.

@@ -432,6 +432,9 @@ TEST(KinetoBadInput, FilesAndJobs) {
   const std::string pg1 = R"({"rank": 1, "world_size": 2, "pg_config": [{"pg_name": "0", "pg_size": 2, "ranks": [1, 0]}]})";
   EXPECT_THAT(error_of({{"a.json", trace(k, pg0)}, {"b.json", trace(k, pg1)}}),
               HasSubstr("a.json and b.json: ranks of different jobs: distributedInfo.pg_config differs"));
+  EXPECT_THAT(error_of({{"a.json", trace(gpu("kernel", "k", 7, 0, 10, 1), R"({"rank": 0, "world_size": 2})")},
+                        {"b.json", trace(gpu("kernel", "k", 7, 2000010, 10, 1), R"({"rank": 1, "world_size": 2})")}}),
+              HasSubstr("a.json and b.json: ranks of different jobs: their recorded times do not overlap (2.000000 s apart)"));
   EXPECT_THAT(error_of(trace(k, R"({"rank": 2, "world_size": 2})")),
               HasSubstr("t.json: distributedInfo.rank: 2 is not below world_size 2"));
   EXPECT_THAT(error_of(trace(k, R"({"rank": -1})")), HasSubstr("distributedInfo.rank: -1 is out of range"));
