@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "traces/timeline.hpp"
@@ -51,18 +53,22 @@ struct KinetoRank {
   int world_size = 0;   // distributedInfo.world_size; 0: not recorded (a single-GPU trace)
   std::string file;
   std::string backend;  // distributedInfo.backend ("nccl"); empty: not recorded
+  int64_t json_bytes = 0;    // the file's JSON text (after gunzip), in bytes
+  int64_t trace_events = 0;  // entries of its traceEvents, kept or not
   bool operator==(const KinetoRank&) const = default;
 };
 
 struct KinetoImport {
   // source kineto. Every kept event has a unique op id (>= 0) so edges can
-  // join them: GPU kernels, memcpys and memsets (category "kernel",
-  // "gpu_memcpy", "gpu_memset") on their CUDA stream; CPU ops, runtime calls
-  // and annotations ("cpu_op", "cuda_runtime", "cuda_driver",
-  // "user_annotation", ...) on their thread's stream. Times in seconds from
-  // the earliest event of all files. Edges: stream (consecutive GPU events of
-  // a stream), launch, sync, collective (one NCCL call's kernels across the
-  // recorded ranks, matched by process group and seq).
+  // join them; events[i].op == i (files in rank order, then file order): GPU
+  // kernels, memcpys and memsets (category "kernel", "gpu_memcpy",
+  // "gpu_memset") on their CUDA stream; CPU ops, runtime calls and
+  // annotations ("cpu_op", "cuda_runtime", "cuda_driver", "user_annotation",
+  // "python_function") on their thread's stream. Times in seconds from the
+  // earliest event of all files. Edges, by kind in this order: stream
+  // (consecutive GPU events of a stream), launch, sync, collective (one NCCL
+  // call's kernels across the recorded ranks, matched by process group and
+  // seq). metadata: "files", "world_size", "clock_zero_ns".
   Timeline timeline;
   std::map<int64_t, KinetoCollective> collectives;  // by the NCCL kernel's op id
   std::vector<KinetoStep> steps;                    // by rank, then start
@@ -81,6 +87,20 @@ KinetoImport read_kineto(const std::vector<std::string>& paths);
 
 // The same from text already in memory; `name` stands for the file in messages.
 KinetoImport parse_kineto(const std::vector<std::pair<std::string, std::string>>& name_and_text);
+
+// NCCL kernels, as read_kineto reads them (public for tests and for replay).
+// The kind a kernel name implies ("ncclKernel_AllReduce_RING_LL_Sum_float(...)",
+// "ncclDevKernel_SendRecv(...)" -> "allreduce", "sendrecv"); "" when the name
+// is no NCCL kernel's, "unknown" for an NCCL kernel of no known kind.
+std::string nccl_kind_from_kernel_name(std::string_view kernel);
+// PyTorch's "Collective name" ("allreduce", "_allgather_base",
+// "reduce_scatter_tensor_coalesced", "all_to_allv", ...) -> the kinds of
+// KinetoCollective::kind; "unknown" when not recognised.
+std::string nccl_kind_from_collective_name(std::string_view name);
+// Bytes per element of a recorded dtype ("Float" 4, "BFloat16" 2, ...); 0: unknown.
+int dtype_bytes(std::string_view dtype);
+// KinetoCollective::bytes from its kind, element counts, dtype and group size; 0: unknown.
+int64_t collective_bytes(const KinetoCollective& c);
 
 // True when the text looks like a Kineto trace (has "traceEvents" and a
 // Kineto marker such as "schemaVersion", "deviceProperties" or
