@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "traces/timeline.hpp"
@@ -81,6 +83,20 @@ KinetoImport read_kineto(const std::vector<std::string>& paths);
 
 // The same from text already in memory; `name` stands for the file in messages.
 KinetoImport parse_kineto(const std::vector<std::pair<std::string, std::string>>& name_and_text);
+
+// NCCL kernels, as read_kineto reads them (public for tests and for replay).
+// The kind a kernel name implies ("ncclKernel_AllReduce_RING_LL_Sum_float(...)",
+// "ncclDevKernel_SendRecv(...)" -> "allreduce", "sendrecv"); "" when the name
+// is no NCCL kernel's, "unknown" for an NCCL kernel of no known kind.
+std::string nccl_kind_from_kernel_name(std::string_view kernel);
+// PyTorch's "Collective name" ("allreduce", "_allgather_base",
+// "reduce_scatter_tensor_coalesced", "all_to_allv", ...) -> the kinds of
+// KinetoCollective::kind; "unknown" when not recognised.
+std::string nccl_kind_from_collective_name(std::string_view name);
+// Bytes per element of a recorded dtype ("Float" 4, "BFloat16" 2, ...); 0: unknown.
+int dtype_bytes(std::string_view dtype);
+// KinetoCollective::bytes from its kind, element counts, dtype and group size; 0: unknown.
+int64_t collective_bytes(const KinetoCollective& c);
 
 // True when the text looks like a Kineto trace (has "traceEvents" and a
 // Kineto marker such as "schemaVersion", "deviceProperties" or
