@@ -78,6 +78,7 @@ class Table {
 void register_diff(CLI::App& app);
 void register_imbalance(CLI::App& app);
 void register_plan(CLI::App& app);
+void register_replay(CLI::App& app);
 void register_schedule(CLI::App& app);
 void register_simulate(CLI::App& app);
 void register_sweep(CLI::App& app);
