@@ -645,6 +645,14 @@ ReplayResult run_replay(const ReplayPlan& plan, const topology::Topology& t, con
       }
       r.gpu_replayed_s = pe - ps;
       r.gpu_recorded_s = re - rs;
+      for (OpId id : sp.gpu_ops) {
+        const auto i = static_cast<size_t>(id);
+        if (plan.role[i] != OpRole::collective && plan.role[i] != OpRole::nccl_fixed) continue;
+        // A kernel's wait on unrecorded members is the op right before it (built so).
+        const size_t first = i > 0 && plan.role[i - 1] == OpRole::nccl_wait ? i - 1 : i;
+        r.nccl_recorded_s += plan.recorded_end[i] - plan.recorded_start[first];
+        r.nccl_replayed_s += out.times.end[i] - out.times.start[first];
+      }
     }
     out.ranks[it->second].steps.push_back(std::move(r));
   }

@@ -90,6 +90,7 @@ struct StepResult {
   std::string name;
   double recorded_s = 0, replayed_s = 0;
   double gpu_recorded_s = 0, gpu_replayed_s = 0;  // first start to last end of the GPU events it launched; 0: none
+  double nccl_recorded_s = 0, nccl_replayed_s = 0;  // the NCCL kernels it launched, summed (waits on peers included)
   bool whole_trace = false;
 };
 struct RankResult {

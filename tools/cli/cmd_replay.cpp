@@ -117,6 +117,8 @@ void run(const Options& o) {
                          {"error", st.recorded_s > 0 ? st.replayed_s / st.recorded_s - 1 : 0.0},
                          {"gpu_recorded_s", st.gpu_recorded_s},
                          {"gpu_replayed_s", st.gpu_replayed_s},
+                         {"nccl_recorded_s", st.nccl_recorded_s},
+                         {"nccl_replayed_s", st.nccl_replayed_s},
                          {"whole_trace", st.whole_trace}});
       ranks.push_back({{"rank", r.rank}, {"steps", steps}});
     }
@@ -153,11 +155,13 @@ void run(const Options& o) {
                       "members, {} kept as recorded\n\n",
                       plan.schedule.ops.size(), plan.schedule.ranks.size(), plan.missing_ranks.size(),
                       plan.calls.resimulated, plan.calls.missing_members, kept);
-  Table t({"rank", "step", "recorded ms", "replayed ms", "error", "GPU recorded ms", "GPU replayed ms"});
+  Table t({"rank", "step", "recorded ms", "replayed ms", "error", "GPU recorded ms", "GPU replayed ms",
+           "NCCL recorded ms", "NCCL replayed ms"});
   for (const auto& r : res.ranks)
     for (const auto& st : r.steps)
       t.row({std::to_string(r.rank), st.name, ms(st.recorded_s), ms(st.replayed_s), pct(st.recorded_s, st.replayed_s),
-             st.gpu_recorded_s > 0 ? ms(st.gpu_recorded_s) : "-", st.gpu_recorded_s > 0 ? ms(st.gpu_replayed_s) : "-"});
+             st.gpu_recorded_s > 0 ? ms(st.gpu_recorded_s) : "-", st.gpu_recorded_s > 0 ? ms(st.gpu_replayed_s) : "-",
+             st.nccl_recorded_s > 0 ? ms(st.nccl_recorded_s) : "-", st.nccl_recorded_s > 0 ? ms(st.nccl_replayed_s) : "-"});
   text += t.str();
   if (!plan.notes.empty()) {
     text += "\nnotes:\n";
