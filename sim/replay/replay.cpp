@@ -659,4 +659,34 @@ ReplayResult run_replay(const ReplayPlan& plan, const topology::Topology& t, con
   return out;
 }
 
+traces::Timeline replayed_timeline(const traces::KinetoImport& imp, const ReplayPlan& plan, const ReplayResult& res,
+                                   traces::Source source) {
+  std::unordered_map<int64_t, const Event*> recorded;
+  for (const Event& e : imp.timeline.events)
+    if (e.op >= 0) recorded.emplace(e.op, &e);
+  traces::Timeline tl;
+  tl.source = source;
+  tl.metadata["replay_of"] = imp.timeline.metadata.value("files", nlohmann::json::array());
+  tl.rank_names = imp.timeline.rank_names;
+  std::set<int64_t> kept;
+  for (size_t i = 0; i < plan.event.size(); ++i) {
+    auto it = recorded.find(plan.event[i]);
+    if (it == recorded.end()) continue;
+    traces::Event e = *it->second;  // name, category, rank, stream, op, bytes as recorded
+    const size_t first = i > 0 && plan.role[i - 1] == OpRole::nccl_wait ? i - 1 : i;
+    e.start_s = res.times.start[first];
+    e.end_s = res.times.end[i];
+    e.samples = 0;
+    e.spread_s = 0;
+    kept.insert(e.op);
+    if (auto n = imp.timeline.stream_names.find({e.rank, e.stream}); n != imp.timeline.stream_names.end())
+      tl.stream_names[{e.rank, e.stream}] = n->second;
+    tl.events.push_back(std::move(e));
+  }
+  for (const traces::Edge& e : imp.timeline.edges)
+    if (kept.count(e.from) && kept.count(e.to)) tl.edges.push_back(e);
+  tl.sort();
+  return tl;
+}
+
 }  // namespace rm::replay

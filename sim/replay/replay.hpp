@@ -110,4 +110,12 @@ cost::CostModel replay_cost_model(const Cluster& c);
 ReplayResult run_replay(const ReplayPlan& plan, const topology::Topology& t, const cost::CostModel& m,
                         engine::EngineKind engine);
 
+// The replayed GPU events as a Timeline (source: the engine's), each under its
+// recorded rank, stream, name and op id so it joins the import on op ids and
+// opens in Perfetto next to it; an NCCL kernel spans its wait on unrecorded
+// members too, as the recorded kernel did. Edges: the import's between events
+// it keeps. metadata: "replay_of" (the import's files).
+traces::Timeline replayed_timeline(const traces::KinetoImport& imp, const ReplayPlan& plan, const ReplayResult& res,
+                                   traces::Source source);
+
 }  // namespace rm::replay

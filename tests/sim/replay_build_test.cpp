@@ -67,6 +67,16 @@ TEST(ReplayBuild, TwoKernelChainWithALaunchGapReplaysExactly) {
   for (OpRole role : r.plan.role) gaps += role == OpRole::gpu_gap;
   EXPECT_EQ(gaps, 2);
   EXPECT_TRUE(r.plan.notes.empty());
+  // The replayed Timeline: the recorded GPU events, names and op ids, at their replayed times.
+  const traces::Timeline tl = replayed_timeline(b.imp, r.plan, r.result, traces::Source::analytic);
+  ASSERT_EQ(tl.events.size(), 2u);
+  for (const traces::Event& e : tl.events) {
+    const traces::Event& rec = b.imp.timeline.events[static_cast<size_t>(e.op)];
+    EXPECT_EQ(e.name, rec.name);
+    EXPECT_EQ(e.stream, 7);
+    EXPECT_NEAR(e.start_s, rec.start_s, 1e-15);
+    EXPECT_NEAR(e.end_s, rec.end_s, 1e-15);
+  }
 }
 
 // k1 runs 80 us; the CPU synchronizes on it (2 us tail after it ends), then launches k2.
@@ -136,6 +146,11 @@ TEST(ReplayBuild, AMissingMembersSideComesFromTheRecordedDuration) {
   ASSERT_FALSE(r.plan.notes.empty());
   EXPECT_NE(r.plan.notes.back().find("not recorded"), std::string::npos) << r.plan.notes.back();
   expect_reproduced(r, 1e-12);
+  // In the replayed Timeline the NCCL kernel spans its wait, as recorded.
+  const traces::Timeline tl = replayed_timeline(b.imp, r.plan, r.result, traces::Source::analytic);
+  ASSERT_EQ(tl.events.size(), 1u);
+  EXPECT_NEAR(tl.events[0].start_s, 10e-6, 1e-12);
+  EXPECT_NEAR(tl.events[0].end_s, 410e-6, 1e-12);
   // Twice the NIC and the PCIe link to it (at 200 Gb/s PCIe is the slower): the
   // call's transfer shrinks, the recorded wait for rank 8 stays.
   const Replayed fast = replay(b.imp, {"cluster.nic.bandwidth_Gbps=400", "cluster.pcie.bandwidth_GBps=50"});

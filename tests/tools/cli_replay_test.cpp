@@ -93,6 +93,15 @@ TEST(CliReplay, ATinyTraceReplaysItsStepExactly) {
     EXPECT_NEAR(st.at("recorded_s").get<double>(), 200e-6, 1e-12);
     EXPECT_NEAR(st.at("replayed_s").get<double>(), 200e-6, 1e-12) << engine;
   }
+  // --trace: the replayed GPU events, as recorded, in a Chrome trace.
+  const std::string out = (d.dir / "replayed.json").string();
+  const auto t = run_cli("replay --trace " + q(out) + " " + q(f));
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  const json tr = json::parse(slurp(out));
+  std::vector<std::string> names;
+  for (const json& e : tr.at("traceEvents"))
+    if (e.value("ph", "") == "X") names.push_back(e.at("name"));
+  EXPECT_EQ(names, (std::vector<std::string>{"volta_sgemm_128x64_nn", "relu_kernel"}));
   // A what-if on the cluster changes nothing here (no communication).
   const auto w = run_cli("replay --json --cluster a100-40g-4x8-hdr --set cluster.nic.bandwidth_Gbps=400 " + q(f));
   ASSERT_EQ(w.exit_code, 0) << w.err;

@@ -16,6 +16,7 @@
 #include "sim/replay/replay.hpp"
 #include "sim/replay/replay_cluster.hpp"
 #include "sim/schedule/schedule_error.hpp"
+#include "traces/chrome_trace.hpp"
 #include "traces/kineto.hpp"
 #include "traces/trace_error.hpp"
 #include "tools/cli/cli_common.hpp"
@@ -32,6 +33,7 @@ struct Options {
   std::vector<std::string> sets;
   std::vector<std::string> config_dirs;
   std::string engine = "analytic";
+  std::string trace;
   bool json = false;
 };
 
@@ -105,6 +107,11 @@ void run(const Options& o) {
   progress.update(fmt::format("replaying {} ops ({})", plan.schedule.ops.size(), o.engine), 2, 3);
   const replay::ReplayResult res =
       replay::run_replay(plan, topology::Topology(what_if), replay::replay_cost_model(what_if), *kind);
+  if (!o.trace.empty()) {
+    progress.update("writing " + o.trace, 3, 3);
+    const auto source = *kind == engine::EngineKind::analytic ? traces::Source::analytic : traces::Source::simgrid;
+    traces::write_chrome_trace(replay::replayed_timeline(imp, plan, res, source), o.trace);
+  }
 
   if (o.json) {
     json ranks = json::array();
@@ -190,6 +197,8 @@ void register_replay(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--engine", o->engine, "analytic (fast list scheduler) or simgrid (flow-level contention)")
       ->default_val("analytic");
+  cmd->add_option("--trace", o->trace,
+                  "Write the replayed GPU events as a Chrome trace (.gz to compress): recorded names and op ids");
   cmd->add_flag("--json", o->json, "Print JSON for machines instead of a table");
   cmd->callback([o] { run(*o); });
 }
