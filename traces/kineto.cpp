@@ -9,7 +9,6 @@
 #include <charconv>
 #include <filesystem>
 #include <limits>
-#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -58,6 +57,24 @@ void check_one_job(const std::vector<RawFile>& files) {
       throw TraceError(fmt::format("{} and {}: ranks of different jobs: distributedInfo.pg_config differs ({} vs {})",
                                    first.name, b.name, pg_text(first.pg_config), pg_text(b.pg_config)));
   }
+  // The ranks of one job are profiled over the same steps, so their recorded
+  // spans overlap; disjoint spans mean runs recorded at different times.
+  std::vector<std::pair<int64_t, int64_t>> span;
+  for (const RawFile& f : files) {
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+    for (const RawEvent& e : f.events) {
+      lo = std::min(lo, e.start_ns);
+      hi = std::max(hi, e.start_ns + e.dur_ns);
+    }
+    span.push_back({lo, hi});
+  }
+  for (size_t i = 0; i < files.size(); ++i)
+    for (size_t j = i + 1; j < files.size(); ++j)
+      if (span[i].second < span[j].first || span[j].second < span[i].first)
+        throw TraceError(fmt::format(
+            "{} and {}: ranks of different jobs: their recorded times do not overlap ({:.6f} s apart)", files[i].name,
+            files[j].name,
+            double(std::max(span[i].first, span[j].first) - std::min(span[i].second, span[j].second)) * 1e-9));
 }
 
 // "ProfilerStep#12" -> 12; nullopt for any other name.
@@ -92,12 +109,18 @@ KinetoImport assemble(std::vector<RawFile> files) {
   t.source = Source::kineto;
   std::vector<std::string> names;
   std::vector<Edge> stream_edges, launch_edges, sync_edges;
-  // (group key, seq) -> (rank, op, kind) of each member, ranks ascending.
-  std::map<std::pair<std::string, int64_t>, std::vector<std::tuple<int, int64_t, std::string>>> calls;
+  // (group key, seq) -> each member, ranks ascending.
+  struct Member {
+    int64_t op;
+    std::string kind;
+    bool inferred;
+    int64_t start_ns, end_ns;
+  };
+  std::map<std::pair<std::string, int64_t>, std::vector<Member>> calls;
   int64_t next_op = 0;
   for (RawFile& f : files) {
     names.push_back(f.name);
-    out.ranks.push_back({f.rank, f.world_size, f.name, f.backend});
+    out.ranks.push_back({f.rank, f.world_size, f.name, f.backend, f.json_bytes, f.trace_events});
     t.rank_names[f.rank] = fmt::format("rank {} ({})", f.rank, std::filesystem::path(f.name).filename().string());
     for (const auto& [kind, n] : f.skipped) out.skipped[kind] += n;
 
@@ -151,9 +174,19 @@ KinetoImport assemble(std::vector<RawFile> files) {
     std::map<std::string, int64_t> seq;
     for (const auto& [i, op] : nccl) {
       KinetoCollective c = std::move(*f.events[i].nccl);
+      // A collective without metadata in a job of one process group ran on it
+      // (point-to-point kernels may run on any pair: left alone).
+      if (c.process_group.empty() && f.pg_config.size() == 1 && c.kind != "send" && c.kind != "recv" &&
+          c.kind != "sendrecv") {
+        const PgConfig& pg = f.pg_config.front();
+        c.process_group = pg.name;
+        for (int64_t r : pg.ranks) c.group_ranks.push_back(int(r));
+        c.group_size = int(pg.size > 0 ? pg.size : int64_t(pg.ranks.size()));
+      }
       const std::string key = group_key(c, f.events[i].stream);
       c.seq = seq[key]++;
-      calls[{key, c.seq}].emplace_back(f.rank, op, c.kind);
+      const RawEvent& e = f.events[i];
+      calls[{key, c.seq}].push_back({op, c.kind, c.inferred, e.start_ns, e.start_ns + e.dur_ns});
       out.collectives.emplace(op, std::move(c));
     }
 
@@ -164,18 +197,30 @@ KinetoImport assemble(std::vector<RawFile> files) {
   t.edges.insert(t.edges.end(), launch_edges.begin(), launch_edges.end());
   t.edges.insert(t.edges.end(), sync_edges.begin(), sync_edges.end());
   // One call's kernels across the recorded ranks: first member -> each other,
-  // when they agree on the kind (a mismatch means the guess of the call failed).
+  // when they agree on the kind (else the guess of the call failed) and, for a
+  // call guessed from kernel names, when the kernels overlap in time (every
+  // member of an NCCL call runs until all have joined; point-to-point kernels
+  // on one stream may pair with ranks that were not recorded).
   if (files.size() >= 2)
     for (const auto& [key, members] : calls) {
       if (members.size() < 2) continue;
-      const bool same = std::all_of(members.begin(), members.end(),
-                                    [&](const auto& m) { return std::get<2>(m) == std::get<2>(members.front()); });
-      if (!same) {
+      const Member& first = members.front();
+      bool guessed = false;
+      int64_t last_start = first.start_ns, first_end = first.end_ns;
+      for (const Member& m : members) {
+        guessed = guessed || m.inferred;
+        last_start = std::max(last_start, m.start_ns);
+        first_end = std::min(first_end, m.end_ns);
+      }
+      if (!std::all_of(members.begin(), members.end(), [&](const Member& m) { return m.kind == first.kind; })) {
         ++out.skipped["collective call whose ranks disagree on the kind"];
         continue;
       }
-      for (size_t k = 1; k < members.size(); ++k)
-        t.edges.push_back({std::get<1>(members.front()), std::get<1>(members[k]), EdgeKind::collective});
+      if (guessed && last_start > first_end) {
+        ++out.skipped["collective call guessed from kernel names whose kernels do not overlap"];
+        continue;
+      }
+      for (size_t k = 1; k < members.size(); ++k) t.edges.push_back({first.op, members[k].op, EdgeKind::collective});
     }
 
   t.metadata["files"] = names;

@@ -53,18 +53,22 @@ struct KinetoRank {
   int world_size = 0;   // distributedInfo.world_size; 0: not recorded (a single-GPU trace)
   std::string file;
   std::string backend;  // distributedInfo.backend ("nccl"); empty: not recorded
+  int64_t json_bytes = 0;    // the file's JSON text (after gunzip), in bytes
+  int64_t trace_events = 0;  // entries of its traceEvents, kept or not
   bool operator==(const KinetoRank&) const = default;
 };
 
 struct KinetoImport {
   // source kineto. Every kept event has a unique op id (>= 0) so edges can
-  // join them: GPU kernels, memcpys and memsets (category "kernel",
-  // "gpu_memcpy", "gpu_memset") on their CUDA stream; CPU ops, runtime calls
-  // and annotations ("cpu_op", "cuda_runtime", "cuda_driver",
-  // "user_annotation", ...) on their thread's stream. Times in seconds from
-  // the earliest event of all files. Edges: stream (consecutive GPU events of
-  // a stream), launch, sync, collective (one NCCL call's kernels across the
-  // recorded ranks, matched by process group and seq).
+  // join them; events[i].op == i (files in rank order, then file order): GPU
+  // kernels, memcpys and memsets (category "kernel", "gpu_memcpy",
+  // "gpu_memset") on their CUDA stream; CPU ops, runtime calls and
+  // annotations ("cpu_op", "cuda_runtime", "cuda_driver", "user_annotation",
+  // "python_function") on their thread's stream. Times in seconds from the
+  // earliest event of all files. Edges, by kind in this order: stream
+  // (consecutive GPU events of a stream), launch, sync, collective (one NCCL
+  // call's kernels across the recorded ranks, matched by process group and
+  // seq). metadata: "files", "world_size", "clock_zero_ns".
   Timeline timeline;
   std::map<int64_t, KinetoCollective> collectives;  // by the NCCL kernel's op id
   std::vector<KinetoStep> steps;                    // by rank, then start

@@ -1,7 +1,8 @@
 // The edges one Kineto file implies (docs/kineto.md, "Edges"): stream order on
 // each CUDA stream, CPU launch -> GPU event by correlation id (ac2g flows as a
 // fallback), and sync edges from cuda_sync events — or, in traces without
-// them, from the names of the blocking runtime calls. Launch order on a
+// them, from the names of the blocking runtime calls and the record/wait
+// pattern on each CPU thread. Launch order on a
 // stream is correlation order: CUPTI numbers runtime calls in call order.
 #include <algorithm>
 #include <set>
@@ -54,6 +55,62 @@ class LaunchOrder {
 };
 
 int64_t end_ns(const RawEvent& e) { return e.start_ns + e.dur_ns; }
+
+// cudaStreamWaitEvent without a cuda_sync event names neither stream. The
+// pattern PyTorch issues (DDP, FSDP, NCCL work) is: launch on stream A,
+// cudaEventRecord, cudaStreamWaitEvent, launch on stream B, all from one CPU
+// thread; so the thread's last GPU op launched before the record is taken as
+// the awaited one (the last launched before the wait when the thread has no
+// cudaEventRecord call, as in older traces) and its first launched after the
+// wait as the waiter. Kept
+// only when the streams differ and the recorded times agree (the waiter
+// started after the awaited op ended).
+template <class Sync>
+void wait_events_by_thread(const RawFile& f, const std::unordered_map<int64_t, size_t>& call_of, const Sync& sync) {
+  const auto& ev = f.events;
+  // Per CPU thread, in correlation order: launches (the GPU event) and the two calls of interest.
+  struct Item {
+    int64_t correlation;
+    int what;      // 0 launch, 1 cudaEventRecord, 2 cudaStreamWaitEvent
+    size_t index;  // the GPU event (launch) or the call
+  };
+  std::map<std::string, std::vector<Item>> on_thread;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const RawEvent& e = ev[i];
+    if (e.correlation < 0) continue;
+    if (e.kind != Kind::cpu) {
+      const auto it = call_of.find(e.correlation);
+      if (it != call_of.end()) on_thread[ev[it->second].thread].push_back({e.correlation, 0, i});
+    } else if (e.category == "cuda_runtime" && (e.name == "cudaEventRecord" || e.name == "cudaStreamWaitEvent")) {
+      on_thread[e.thread].push_back({e.correlation, e.name == "cudaEventRecord" ? 1 : 2, i});
+    }
+  }
+  for (auto& [thread, items] : on_thread) {
+    std::stable_sort(items.begin(), items.end(),
+                     [](const Item& a, const Item& b) { return a.correlation < b.correlation; });
+    int64_t last_launch = -1, awaited = -1;  // GPU event indices
+    bool recorded = false;                   // a cudaEventRecord seen on this thread
+    for (size_t k = 0; k < items.size(); ++k) {
+      const Item& it = items[k];
+      if (it.what == 0) {
+        last_launch = int64_t(it.index);
+      } else if (it.what == 1) {
+        awaited = last_launch;
+        recorded = true;
+      } else {
+        const int64_t src = recorded ? awaited : last_launch;
+        if (src < 0) continue;
+        for (size_t n = k + 1; n < items.size(); ++n)
+          if (items[n].what == 0) {
+            const RawEvent& a = ev[size_t(src)];
+            const RawEvent& b = ev[items[n].index];
+            if (a.stream != b.stream && end_ns(a) <= b.start_ns) sync(src, int64_t(items[n].index));
+            break;
+          }
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -161,6 +218,7 @@ FileEdges infer_file_edges(const RawFile& f, const std::vector<int64_t>& ops) {
     }
     if (!device) sync(best, int64_t(i));
   }
+  wait_events_by_thread(f, call_of, sync);
   return out;
 }
 

@@ -72,7 +72,8 @@ struct RawFile {
   std::vector<RawFlow> flows;
   std::map<std::string, std::string> thread_names;  // "pid/tid" -> M thread_name
   std::map<std::string, int64_t> skipped;
-  int64_t json_bytes = 0;  // text read (after gunzip)
+  int64_t json_bytes = 0;    // text read (after gunzip)
+  int64_t trace_events = 0;  // traceEvents entries
 };
 
 // Reads a file (gzip recognised by its magic bytes) or text in memory in one
