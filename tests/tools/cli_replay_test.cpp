@@ -145,6 +145,12 @@ TEST(CliReplay, SharedTracesReplayWithinTheirBounds) {
       {f("df_index_resolver__df_index_resolver.json.gz"), "v100-dgx1-1x8", 0.05},
       {f("trace_filter__sampled_rank-0.json.gz") + " " + f("trace_filter__sampled_rank-1.json.gz"), "a100-80g-1x8", 0.05},
   };
+  // Files of two different jobs: the reader refuses them, in one line.
+  const auto mixed = run_cli("replay --cluster a100-80g-1x8 " + f("nccl_parser_config__nccl_data.json.gz") + " " +
+                             f("df_index_resolver__df_index_resolver.json.gz"));
+  EXPECT_EQ(mixed.exit_code, 2) << mixed.err;
+  EXPECT_EQ(mixed.out, "");
+  EXPECT_EQ(std::count(mixed.err.begin(), mixed.err.end(), '\n'), 1) << mixed.err;
   for (const auto& c : cases) {
     const auto r = run_cli("replay --json --cluster " + c.cluster + " " + c.files);
     ASSERT_EQ(r.exit_code, 0) << c.files << ": " << r.err;
