@@ -127,8 +127,9 @@ struct Pending {
 // sequence); the driver decides what starts, this decides when it ends.
 class Sim final : public schedule::RunBackend {
  public:
-  Sim(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m)
-      : s_(s), t_(t), m_(m), p_(s, run, m), st_(run), driver_(run, *this), net_(capacities(t, m)) {
+  Sim(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m,
+      const FixedDurations* fixed)
+      : s_(s), t_(t), m_(m), p_(s, run, m, fixed), st_(run), driver_(run, *this), net_(capacities(t, m)) {
     p2p_of_.assign(s.ops.size(), -1);
     for (size_t id = 0; id < s.ops.size(); ++id) {
       // Only matched pairs transfer; the plan's arrays say which ops to read.
@@ -318,8 +319,8 @@ class Sim final : public schedule::RunBackend {
 }  // namespace
 
 OpTimes run_analytic(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
-                     const cost::CostModel& m) {
-  return Sim(s, plan, t, m).run();
+                     const cost::CostModel& m, const FixedDurations* fixed_compute_s) {
+  return Sim(s, plan, t, m, fixed_compute_s).run();
 }
 
 OpTimes run_analytic(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m) {

@@ -19,7 +19,8 @@ namespace rm::engine {
 // The Schedule runs through the run driver (sim/schedule/run_driver.hpp);
 // pass its plan when the caller has one.
 OpTimes run_analytic(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m);
+// fixed_compute_s: per-op compute seconds that override the CostModel (engine.hpp).
 OpTimes run_analytic(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
-                     const cost::CostModel& m);
+                     const cost::CostModel& m, const FixedDurations* fixed_compute_s = nullptr);
 
 }  // namespace rm::engine

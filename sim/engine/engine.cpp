@@ -28,10 +28,11 @@ traces::Timeline simulate(const schedule::Schedule& s, const topology::Topology&
 }
 
 traces::Timeline simulate(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
-                          const cost::CostModel& m, EngineKind kind, const std::vector<traces::Edge>* edges) {
+                          const cost::CostModel& m, EngineKind kind, const std::vector<traces::Edge>* edges,
+                          const FixedDurations* fixed_compute_s) {
   if (kind == EngineKind::analytic)
-    return to_timeline(s, plan, run_analytic(s, plan, t, m), traces::Source::analytic, edges);
-  return to_timeline(s, plan, run_simgrid(s, plan, t, m), traces::Source::simgrid, edges);
+    return to_timeline(s, plan, run_analytic(s, plan, t, m, fixed_compute_s), traces::Source::analytic, edges);
+  return to_timeline(s, plan, run_simgrid(s, plan, t, m, fixed_compute_s), traces::Source::simgrid, edges);
 }
 
 traces::Timeline to_timeline(const schedule::Schedule& s, const OpTimes& times, traces::Source source) {

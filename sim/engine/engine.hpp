@@ -29,6 +29,11 @@ enum class EngineKind { analytic, simgrid };
 std::string_view to_string(EngineKind k);
 std::optional<EngineKind> parse_engine_kind(std::string_view s);
 
+// Per op id: a compute op's seconds that replace the CostModel's where >= 0
+// (trace replay keeps recorded kernel durations: sim/replay/); -1 elsewhere.
+// Absent (nullptr) everywhere else, so every other prediction is unchanged.
+using FixedDurations = std::vector<double>;
+
 // Per op id: when it started and ended, in seconds from 0.
 struct OpTimes {
   std::vector<double> start;
@@ -42,7 +47,8 @@ traces::Timeline simulate(const schedule::Schedule& s, const topology::Topology&
 // what-ifs do, builds them once.
 traces::Timeline simulate(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
                           const cost::CostModel& m, EngineKind kind,
-                          const std::vector<traces::Edge>* edges = nullptr);
+                          const std::vector<traces::Edge>* edges = nullptr,
+                          const FixedDurations* fixed_compute_s = nullptr);
 
 // One event per op (name "attn_fwd L3 s2": kind, then layer and ring step
 // when >= 0; category = kind; layer/phase/step, bytes, flops), stream names

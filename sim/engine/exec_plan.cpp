@@ -6,11 +6,15 @@ namespace rm::engine {
 
 using schedule::Op;
 
-ExecPlan::ExecPlan(const schedule::Schedule& s, const schedule::RunPlan& r, const cost::CostModel& m)
+ExecPlan::ExecPlan(const schedule::Schedule& s, const schedule::RunPlan& r, const cost::CostModel& m,
+                   const FixedDurations* fixed)
     : run(r), compute_s(s.ops.size(), 0.0) {
   // The plan's roles say which ops compute: only those Ops are read (they are large).
-  for (size_t i = 0; i < s.ops.size(); ++i)
-    if (r.role[i] == schedule::RunPlan::Role::compute) compute_s[i] = m.compute_seconds(s, s.ops[i]);
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    if (r.role[i] != schedule::RunPlan::Role::compute) continue;
+    const bool is_fixed = fixed != nullptr && i < fixed->size() && (*fixed)[i] >= 0;
+    compute_s[i] = is_fixed ? (*fixed)[i] : m.compute_seconds(s, s.ops[i]);
+  }
   for (const auto& rank : s.ranks) gpu_of_rank.push_back(rank.gpu);
 }
 

@@ -15,9 +15,11 @@
 namespace rm::engine {
 
 struct ExecPlan {
-  ExecPlan(const schedule::Schedule& s, const schedule::RunPlan& run, const cost::CostModel& m);
+  // fixed_compute_s (FixedDurations): where an entry is >= 0 it is that compute op's seconds.
+  ExecPlan(const schedule::Schedule& s, const schedule::RunPlan& run, const cost::CostModel& m,
+           const FixedDurations* fixed_compute_s = nullptr);
   const schedule::RunPlan& run;
-  std::vector<double> compute_s;  // per op: CostModel::compute_seconds; 0 for comm
+  std::vector<double> compute_s;  // per op: CostModel::compute_seconds (or the fixed one); 0 for comm
   std::vector<int> gpu_of_rank;
 };
 

@@ -37,8 +37,8 @@ class SgRun final : public schedule::RunBackend {
  public:
   // reference: run as before compute left SimGrid (sg::Simulation::Mode::wait_any).
   SgRun(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m,
-        bool reference)
-      : s_(s), t_(t), m_(m), p_(s, run, m), st_(run), driver_(run, *this), reference_(reference),
+        bool reference, const FixedDurations* fixed)
+      : s_(s), t_(t), m_(m), p_(s, run, m, fixed), st_(run), driver_(run, *this), reference_(reference),
         sim_(reference ? sg::Simulation::Mode::wait_any : sg::Simulation::Mode::alarm) {
     build_platform();
   }
@@ -258,12 +258,12 @@ void write_all(int fd, const void* data, size_t size) {
 }
 
 void child(int fd, const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
-           const cost::CostModel& m, bool reference) {
+           const cost::CostModel& m, bool reference, const FixedDurations* fixed) {
   char status = 'o';
   std::string message;
   OpTimes times;
   try {
-    times = SgRun(s, plan, t, m, reference).run();
+    times = SgRun(s, plan, t, m, reference, fixed).run();
   } catch (const schedule::ScheduleError& e) {
     status = 's', message = e.what();
   } catch (const std::exception& e) {
@@ -293,7 +293,7 @@ std::string read_all(int fd) {
 }
 
 OpTimes run_in_child(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
-                     const cost::CostModel& m, bool reference);
+                     const cost::CostModel& m, bool reference, const FixedDurations* fixed);
 
 }  // namespace
 
@@ -302,18 +302,18 @@ OpTimes run_simgrid(const schedule::Schedule& s, const topology::Topology& t, co
 }
 
 OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
-                    const cost::CostModel& m) {
-  return run_in_child(s, plan, t, m, false);
+                    const cost::CostModel& m, const FixedDurations* fixed_compute_s) {
+  return run_in_child(s, plan, t, m, false, fixed_compute_s);
 }
 
 OpTimes run_simgrid_reference(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m) {
-  return run_in_child(s, schedule::RunPlan(s), t, m, true);
+  return run_in_child(s, schedule::RunPlan(s), t, m, true, nullptr);
 }
 
 namespace {
 
 OpTimes run_in_child(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
-                     const cost::CostModel& m, bool reference) {
+                     const cost::CostModel& m, bool reference, const FixedDurations* fixed) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(fmt::format("simgrid engine: pipe: {}", std::strerror(errno)));
   // Flush stdio first: the child inherits unwritten buffers, and SimGrid's
@@ -323,7 +323,7 @@ OpTimes run_in_child(const schedule::Schedule& s, const schedule::RunPlan& plan,
   if (pid < 0) throw std::runtime_error(fmt::format("simgrid engine: fork: {}", std::strerror(errno)));
   if (pid == 0) {
     ::close(fds[0]);
-    child(fds[1], s, plan, t, m, reference);
+    child(fds[1], s, plan, t, m, reference, fixed);
   }
   ::close(fds[1]);
   const std::string reply = read_all(fds[0]);

@@ -34,8 +34,9 @@ namespace rm::engine {
 // std::runtime_error when the child fails.
 // The Schedule runs through the run driver (sim/schedule/run_driver.hpp).
 OpTimes run_simgrid(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m);
+// fixed_compute_s: per-op compute seconds that override the CostModel (engine.hpp).
 OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
-                    const cost::CostModel& m);
+                    const cost::CostModel& m, const FixedDurations* fixed_compute_s = nullptr);
 
 // The engine as it ran before compute left SimGrid: every compute op a
 // SimGrid execution on a host per stream, every activity awaited through

@@ -20,8 +20,8 @@ using ::testing::HasSubstr;
 const std::vector<std::string> kCommands{"imbalance", "plan", "schedule", "simulate", "sweep"};
 // A command as the tests below run it: sweep needs a grid.
 std::string invoke(const std::string& cmd) { return cmd == "sweep" ? cmd + " --grid parallel.partition=zigzag,stripe" : cmd; }
-// Commands that take no experiment (they read other commands' outputs): --json, no --configs.
-const std::vector<std::string> kFileCommands{"compare", "diff"};
+// Commands that take no experiment (they read other commands' outputs or recorded traces): --json, no --configs.
+const std::vector<std::string> kFileCommands{"compare", "diff", "replay"};
 
 // A config folder holding a small experiment "tiny" (2 layers, 16K tokens on
 // one 8-GPU node, attention forward), so a run that silently fell back to the

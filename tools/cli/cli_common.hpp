@@ -79,6 +79,7 @@ void register_compare(CLI::App& app);
 void register_diff(CLI::App& app);
 void register_imbalance(CLI::App& app);
 void register_plan(CLI::App& app);
+void register_replay(CLI::App& app);
 void register_schedule(CLI::App& app);
 void register_simulate(CLI::App& app);
 void register_sweep(CLI::App& app);
