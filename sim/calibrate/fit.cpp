@@ -145,10 +145,14 @@ FitResult fit(std::span<const Run* const> runs, const CostParams& base, const Fi
     }
     return x;
   };
+  // Residuals are log(model / measured): symmetric, so noisy identical ops fit
+  // their geometric mean. Relative to the measured time, (model - measured) /
+  // measured, least squares fits them low (an error is at most -100% below but
+  // unbounded above).
   auto residuals = [&](const Eigen::VectorXd& x) {
     const std::vector<double> t = model_seconds(runs, obs, params_at(x), &base);
     Eigen::VectorXd r(M);
-    for (size_t i = 0; i < m; ++i) r[Eigen::Index(i)] = (t[i] - obs[i].measured_s) / obs[i].measured_s;
+    for (size_t i = 0; i < m; ++i) r[Eigen::Index(i)] = std::log(std::max(t[i], 1e-300) / obs[i].measured_s);
     return r;
   };
   // Central differences (one-sided at a bound); a column that stays exactly 0
@@ -169,41 +173,67 @@ FitResult fit(std::span<const Run* const> runs, const CostParams& base, const Fi
   Eigen::VectorXd x(K);
   for (size_t j = 0; j < k; ++j) x[Eigen::Index(j)] = get(base, refs[j]) / scale[j];
   x = clamp(x);
-  Eigen::VectorXd r = residuals(x);
   res.before_s = model_seconds(runs, obs, base);
-  double cost = r.squaredNorm();
-  double lambda = 1e-3;
-  Eigen::MatrixXd J = jacobian(x);
-  for (int it = 0; it < opt.max_iterations && cost > 1e-28; ++it) {
-    res.iterations = it + 1;
-    // min |J d + r|^2 + lambda |D d|^2 with D the column norms (Marquardt's
-    // scaling): the augmented least-squares problem, by Eigen's pivoted QR.
-    const Eigen::VectorXd colnorm = J.colwise().norm();
-    Eigen::MatrixXd A(M + K, K);
-    Eigen::VectorXd b = Eigen::VectorXd::Zero(M + K);
-    A.topRows(M) = J;
-    A.bottomRows(K) = (std::sqrt(lambda) * colnorm.cwiseMax(1e-12)).asDiagonal();
-    b.head(M) = -r;
-    Eigen::VectorXd d = A.colPivHouseholderQr().solve(b);
-    for (size_t j = 0; j < k; ++j)
-      if (colnorm[Eigen::Index(j)] == 0) d[Eigen::Index(j)] = 0;  // not exercised: stays
-    const Eigen::VectorXd xn = clamp(x + d);
-    const Eigen::VectorXd rn = residuals(xn);
-    const double cn = rn.squaredNorm();
-    if (cn < cost) {
-      const double step = (xn - x).cwiseAbs().maxCoeff(), gain = cost - cn;
-      x = xn;
-      r = rn;
-      cost = cn;
-      lambda = std::max(lambda / 3, 1e-12);
-      if (step < 1e-13 || gain <= 1e-15 * cost) break;
-      J = jacobian(x);
-    } else {
-      lambda *= 4;
-      if (lambda > 1e12) break;  // no step lowers the cost: a minimum (or a bound)
+  double last_cost = 0;
+  Eigen::MatrixXd J;
+  {
+    Eigen::VectorXd r = residuals(x);
+    double cost = r.squaredNorm();
+    double lambda = 1e-3;
+    J = jacobian(x);
+    for (int it = 0; it < opt.max_iterations && cost > 1e-28; ++it) {
+      ++res.iterations;
+      // min |J d + r|^2 + lambda |D d|^2 with D the column norms (Marquardt's
+      // scaling): the augmented least-squares problem, by Eigen's pivoted QR.
+      const Eigen::VectorXd colnorm = J.colwise().norm();
+      Eigen::MatrixXd A(M + K, K);
+      Eigen::VectorXd b = Eigen::VectorXd::Zero(M + K);
+      A.topRows(M) = J;
+      A.bottomRows(K) = (std::sqrt(lambda) * colnorm.cwiseMax(1e-12)).asDiagonal();
+      b.head(M) = -r;
+      Eigen::VectorXd d = A.colPivHouseholderQr().solve(b);
+      for (size_t j = 0; j < k; ++j)
+        if (colnorm[Eigen::Index(j)] == 0) d[Eigen::Index(j)] = 0;  // not exercised: stays
+      const Eigen::VectorXd xn = clamp(x + d);
+      const Eigen::VectorXd rn = residuals(xn);
+      const double cn = rn.squaredNorm();
+      if (cn < cost) {
+        const double step = (xn - x).cwiseAbs().maxCoeff(), gain = cost - cn;
+        x = xn;
+        r = rn;
+        cost = cn;
+        lambda = std::max(lambda / 3, 1e-12);
+        if (step < 1e-13 || gain <= 1e-15 * cost) break;
+        J = jacobian(x);
+      } else {
+        lambda *= 4;
+        if (lambda > 1e12) break;  // no step lowers the cost: a minimum (or a bound)
+      }
     }
+    last_cost = cost;
   }
   res.fitted = params_at(x);
+  // Table points no call reaches follow the nearest fitted point of their
+  // curve (by index; the nearer lower one on a tie); a curve with none stays.
+  J = jacobian(x);
+  const auto exercised = [&](size_t j) { return J.col(Eigen::Index(j)).cwiseAbs().maxCoeff() > 0; };
+  std::vector<bool> scaled(k, false);
+  for (size_t j = 0; j < k; ++j) {
+    if (refs[j].kind != ParamKind::kernel_rate || exercised(j)) continue;
+    size_t best = k;
+    int best_dist = 0;
+    for (size_t i = 0; i < k; ++i) {
+      const ParamRef& q = refs[i];
+      if (q.kind != ParamKind::kernel_rate || q.backward != refs[j].backward || q.causal != refs[j].causal || !exercised(i))
+        continue;
+      const int dist = std::abs(q.point - refs[j].point);
+      if (best == k || dist < best_dist) best = i, best_dist = dist;
+    }
+    if (best == k) continue;
+    const Range rg = range(refs[j], base);
+    set(res.fitted, refs[j], std::clamp(get(base, refs[j]) * get(res.fitted, refs[best]) / get(base, refs[best]), rg.lo, rg.hi));
+    scaled[j] = true;
+  }
   res.after_s = model_seconds(runs, obs, res.fitted);
   auto rms = [&](const std::vector<double>& t) {
     double s = 0;
@@ -223,7 +253,6 @@ FitResult fit(std::span<const Run* const> runs, const CostParams& base, const Fi
 
   // Standard errors: sigma^2 (J^T J)^-1 over the exercised columns, by SVD; a
   // parameter with a component in J's null space is undetermined.
-  J = jacobian(x);
   std::vector<Eigen::Index> active;
   for (size_t j = 0; j < k; ++j)
     if (J.col(Eigen::Index(j)).cwiseAbs().maxCoeff() > 0) active.push_back(Eigen::Index(j));
@@ -237,7 +266,7 @@ FitResult fit(std::span<const Run* const> runs, const CostParams& base, const Fi
     const Eigen::MatrixXd V = svd.matrixV();
     const double tol = 1e-9 * std::max(sv.size() ? sv[0] : 0.0, 1e-300);
     const double dof = double(m) - double(active.size());
-    const double sigma2 = dof > 0 ? cost / dof : std::numeric_limits<double>::quiet_NaN();
+    const double sigma2 = dof > 0 ? last_cost / dof : std::numeric_limits<double>::quiet_NaN();
     for (size_t a = 0; a < active.size(); ++a) {
       double var = 0, null = 0;
       for (Eigen::Index l = 0; l < V.cols(); ++l) {
@@ -259,6 +288,7 @@ FitResult fit(std::span<const Run* const> runs, const CostParams& base, const Fi
     pf.std_error = se[j];
     for (size_t i = 0; i < m; ++i) pf.rows += J(Eigen::Index(i), Eigen::Index(j)) != 0;
     pf.exercised = pf.rows > 0;
+    pf.scaled = scaled[j];
     pf.determined = determined[j];
     const Range rg = range(refs[j], base);
     pf.at_bound = pf.exercised && (pf.fitted <= rg.lo || pf.fitted >= rg.hi);

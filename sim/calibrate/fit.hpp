@@ -50,6 +50,10 @@ struct ParamFit {
   bool exercised = false;  // some observation depends on it (else it stays at base)
   bool determined = false; // the observations pin it (not a combination of others)
   bool at_bound = false;   // clamped to its physical range
+  // A kernel table point no observation reaches, moved with the nearest fitted
+  // point of its curve (its fitted / base ratio), so the curve keeps its shape:
+  // a kernel measured 3x slower at 1K tokens is taken as 3x slower at 512 too.
+  bool scaled = false;
 };
 
 struct FitResult {

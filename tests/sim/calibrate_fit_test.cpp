@@ -96,13 +96,26 @@ TEST_F(CalibrateFit, RecoversKnownParametersExactlyWithoutNoise) {
 }
 
 TEST_F(CalibrateFit, ParametersNoOpExercisesStayAsTheyWere) {
-  // One node: no PCIe or NIC hop is ever crossed; 512 and 8K tokens per call never occur.
-  for (const char* name : {"cost.link_efficiency.pcie", "pcie.latency_us", "cost.link_efficiency.network", "nic.latency_us",
-                           "kernel.fwd_full@512", "kernel.bwd_causal@8192"}) {
+  // One node: no PCIe or NIC hop is ever crossed.
+  for (const char* name : {"cost.link_efficiency.pcie", "pcie.latency_us", "cost.link_efficiency.network", "nic.latency_us"}) {
     const ParamFit& p = param(*exact_, name);
     EXPECT_FALSE(p.exercised) << name;
+    EXPECT_FALSE(p.scaled) << name;
     EXPECT_EQ(p.rows, 0) << name;
     EXPECT_EQ(p.fitted, p.base) << name;
+  }
+}
+
+TEST_F(CalibrateFit, TablePointsNoCallReachesFollowTheirCurvesNearestFittedPoint) {
+  // 512 and 8K tokens per call never occur; the 1K and 4K points were fitted
+  // (x 0.7 forward, x 0.75 backward), so the ends move by the same ratios.
+  for (const auto& [name, ratio] : std::vector<std::pair<std::string, double>>{
+           {"kernel.fwd_full@512", 0.7}, {"kernel.fwd_causal@8192", 0.7}, {"kernel.bwd_causal@512", 0.75},
+           {"kernel.bwd_full@8192", 0.75}}) {
+    const ParamFit& p = param(*exact_, name);
+    EXPECT_FALSE(p.exercised) << name;
+    EXPECT_TRUE(p.scaled) << name;
+    EXPECT_NEAR(p.fitted, p.base * ratio, 1e-6 * p.base) << name;
   }
 }
 

@@ -36,6 +36,7 @@ struct Options {
 json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 std::string note(const calibrate::ParamFit& p) {
+  if (p.scaled) return "not exercised: scaled with its curve's nearest fitted point";
   if (!p.exercised) return "not exercised: unchanged";
   if (!p.determined) return "undetermined (moves with others)";
   if (p.at_bound) return "at its bound";
@@ -172,7 +173,7 @@ void run(const Options& o) {
     for (const auto& p : fit.params)
       params.push_back({{"name", p.name}, {"base", p.base}, {"fitted", p.fitted}, {"std_error", number_or_null(p.std_error)},
                         {"rows", p.rows}, {"exercised", p.exercised}, {"determined", p.determined},
-                        {"at_bound", p.at_bound}});
+                        {"at_bound", p.at_bound}, {"scaled", p.scaled}});
     json fitted_names = json::array(), held_names = json::array();
     for (const auto* r : fit_runs) fitted_names.push_back(r->name);
     for (const auto* r : held_runs) held_names.push_back(r->name);
@@ -184,7 +185,8 @@ void run(const Options& o) {
            {"seed", o.seed},
            {"solver", "projected Levenberg-Marquardt on relative op-time residuals, Eigen ColPivHouseholderQR steps"},
            {"fit", {{"iterations", fit.iterations}, {"observations", fit.observations.size()},
-                    {"rms_rel_before", fit.rms_rel_before}, {"rms_rel_after", fit.rms_rel_after}}},
+                    {"rms_rel_before", fit.rms_rel_before}, {"rms_rel_after", fit.rms_rel_after},
+                    {"rerouted", fit.rerouted}}},
            {"parameters", params},
            {"residuals_by_kind", kinds_json(fit_kinds)},
            {"fitted_runs", steps_json(in_sample)},
@@ -203,20 +205,24 @@ void run(const Options& o) {
   Table t({"parameter", "base", "fitted", "std error", "rows", "note"});
   int unexercised = 0;
   for (const auto& p : fit.params) {
-    if (!p.exercised) {
+    if (!p.exercised && !p.scaled) {
       ++unexercised;
       continue;
     }
-    t.row({p.name, fmt::format("{:.6g}", p.base), fmt::format("{:.6g}", p.fitted),
+    t.row({p.name, fmt::format("{:.6g}", p.base), fmt::format("{:.6g}", p.fitted),  // scaled points show too
            std::isfinite(p.std_error) ? fmt::format("{:.3g}", p.std_error) : "-", std::to_string(p.rows), note(p)});
   }
   text += t.str();
   if (unexercised > 0) {
     text += fmt::format("{} parameter(s) no op exercises stay as they were:", unexercised);
     for (const auto& p : fit.params)
-      if (!p.exercised) text += " " + p.name;
+      if (!p.exercised && !p.scaled) text += " " + p.name;
     text += "\n";
   }
+  if (fit.rerouted > 0)
+    text += fmt::format("note: the fitted latencies route {} observed transfer(s) another way than the base cluster did; "
+                        "simulating with the result prices those routes\n",
+                        fit.rerouted);
   text += "\nresiduals per op kind (fitted runs)\n" + kinds_text(fit_kinds);
   text += "\nfitted runs (in sample)\n" + steps_text(in_sample);
   if (holdout) {
