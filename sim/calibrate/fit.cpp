@@ -203,7 +203,7 @@ FitResult fit(std::span<const Run* const> runs, const CostParams& base, const Fi
         r = rn;
         cost = cn;
         lambda = std::max(lambda / 3, 1e-12);
-        if (step < 1e-13 || gain <= 1e-15 * cost) break;
+        if (step < 1e-13 || gain <= 1e-9 * cost) break;  // converged: the last step changed nothing that matters
         J = jacobian(x);
       } else {
         lambda *= 4;
@@ -240,6 +240,13 @@ FitResult fit(std::span<const Run* const> runs, const CostParams& base, const Fi
     for (size_t i = 0; i < m; ++i) s += std::pow((t[i] - obs[i].measured_s) / obs[i].measured_s, 2);
     return std::sqrt(s / double(m));
   };
+  auto rms_log = [&](const std::vector<double>& t) {
+    double s = 0;
+    for (size_t i = 0; i < m; ++i) s += std::pow(std::log(std::max(t[i], 1e-300) / obs[i].measured_s), 2);
+    return std::sqrt(s / double(m));
+  };
+  res.rms_log_before = rms_log(res.before_s);
+  res.rms_log_after = rms_log(res.after_s);
   res.rms_rel_before = rms(res.before_s);
   for (size_t i = 0; i < runs.size(); ++i) {
     const topology::Topology before(apply(runs[i]->experiment.cluster, base.cluster));

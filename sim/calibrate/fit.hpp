@@ -63,6 +63,7 @@ struct FitResult {
   std::vector<double> before_s, after_s;  // model seconds, per observation
   int iterations = 0;
   double rms_rel_before = 0, rms_rel_after = 0;  // root mean square of (model - measured) / measured
+  double rms_log_before = 0, rms_log_after = 0;  // of log(model / measured): what the fit minimises
   // Observed transfers (pairs and collective ring hops) that the fitted
   // parameters' Topology routes differently from the base's: their fitted
   // times assumed the base route, so simulating with the result may differ.

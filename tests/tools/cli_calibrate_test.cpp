@@ -47,11 +47,11 @@ TEST(CliCalibrate, FitsTheCommittedRunsAndSimulateTakesTheResult) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("cluster"), "cpu-2core-1x2");
-  EXPECT_LT(j.at("fit").at("rms_rel_after").get<double>(), j.at("fit").at("rms_rel_before").get<double>());
+  EXPECT_LT(j.at("fit").at("rms_log_after").get<double>(), j.at("fit").at("rms_log_before").get<double>());
   bool launch = false, unexercised = false;
   for (const auto& p : j.at("parameters")) {
     launch = launch || (p.at("name") == "cost.kernel_launch_us" && p.at("exercised").get<bool>());
-    if (!p.at("exercised").get<bool>()) {
+    if (!p.at("exercised").get<bool>() && !p.at("scaled").get<bool>()) {
       unexercised = true;
       EXPECT_EQ(p.at("fitted"), p.at("base")) << p.at("name");
     }
@@ -112,7 +112,7 @@ TEST(CliCalibrate, BadInputIsOneLineExitTwoAndNoOutput) {
   const std::string name = "ring-zigzag-2k";
   {
     const fs::path d = fresh("hash");
-    const std::string run = pair_with(d, name, [](nlohmann::json& j) { j["metadata"]["schedule_hash"] = "0000000000000000"; });
+    const std::string run = pair_with(d, name, [](nlohmann::json& j) { j["otherData"]["metadata"]["schedule_hash"] = "0000000000000000"; });
     expect_refused("calibrate --run '" + run + "'", d, "schedule_hash is 0000000000000000");
   }
   {

@@ -186,6 +186,7 @@ void run(const Options& o) {
            {"solver", "projected Levenberg-Marquardt on relative op-time residuals, Eigen ColPivHouseholderQR steps"},
            {"fit", {{"iterations", fit.iterations}, {"observations", fit.observations.size()},
                     {"rms_rel_before", fit.rms_rel_before}, {"rms_rel_after", fit.rms_rel_after},
+                    {"rms_log_before", fit.rms_log_before}, {"rms_log_after", fit.rms_log_after},
                     {"rerouted", fit.rerouted}}},
            {"parameters", params},
            {"residuals_by_kind", kinds_json(fit_kinds)},
@@ -199,9 +200,10 @@ void run(const Options& o) {
   }
   std::string text = fmt::format(
       "calibrated {} (GPU {}, kernel {}) from {} run(s), {} observations; {} held out (--holdout {}, seed {})\n"
-      "fit: {} iterations, relative RMS residual {:.1f}% -> {:.1f}%\n\n",
+      "fit: {} iterations, RMS of log(model / measured) {:.3f} -> {:.3f} (relative RMS {:.1f}% -> {:.1f}%)\n\n",
       base.cluster.name, base.cluster.gpu.model, base.kernel.name, fit_runs.size(), fit.observations.size(),
-      held_runs.size(), o.holdout, o.seed, fit.iterations, 100 * fit.rms_rel_before, 100 * fit.rms_rel_after);
+      held_runs.size(), o.holdout, o.seed, fit.iterations, fit.rms_log_before, fit.rms_log_after, 100 * fit.rms_rel_before,
+      100 * fit.rms_rel_after);
   Table t({"parameter", "base", "fitted", "std error", "rows", "note"});
   int unexercised = 0;
   for (const auto& p : fit.params) {
