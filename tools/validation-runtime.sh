@@ -11,8 +11,13 @@
 #                               [--set KEY=VALUE ...] [--seed N]
 # --set goes to every export (on a GPU machine, e.g. --set cluster=h200-1x8
 # --set kernel.attention=fa3 with --backend cuda; untested: no GPU here).
+# The calibrated cluster (cpu backend): cpu-2core-1x2 with its PCIe at 1 GB/s, so
+# that the model routes both ranks of a node over the NVSwitch (the runtime uses
+# MPI's shared memory either way): the stock file ties the PCIe-host and NVSwitch
+# paths, and a fitted latency would tip transfers onto the path the fit never saw.
 # About 5-10 minutes on the 2-core CI machine. Environment: BUILD_DIR (default
-# build), MPIRUN (default mpirun), ITERS (5), WARMUP (1).
+# build), MPIRUN (default mpirun), ITERS (5), WARMUP (1), CALIBRATE_CLUSTER (the
+# --cluster of calibrate; empty: each run's own, the default with --backend cuda).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
@@ -31,7 +36,7 @@ while [ $# -gt 0 ]; do
     --np) case "$2" in both) nps="2 4" ;; 2|4) nps=$2 ;; *) echo "--np: expected 2, 4 or both" >&2; exit 2 ;; esac; shift 2 ;;
     --set) extra+=(--set "$2"); shift 2 ;;
     --seed) seed=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "validation-runtime.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -40,6 +45,13 @@ run=$build/bin/ringmaster-run
 for b in "$rmb" "$run"; do [ -x "$b" ] || { echo "missing $b: build first (ninja -C $build ringmaster ringmaster-run)" >&2; exit 2; }; done
 mkdir -p "$out"
 start=$(date +%s)
+if [ -z "${CALIBRATE_CLUSTER+set}" ] && [ "$backend" = cpu ]; then
+  CALIBRATE_CLUSTER=$out/cpu-2core-1x2-nvswitch.json
+  sed 's/"pcie": {"bandwidth_GBps": 5,/"pcie": {"bandwidth_GBps": 1,/' "$root/configs/clusters/cpu-2core-1x2.json" >"$CALIBRATE_CLUSTER"
+  grep -q '"pcie": {"bandwidth_GBps": 1,' "$CALIBRATE_CLUSTER" || { echo "could not derive $CALIBRATE_CLUSTER" >&2; exit 1; }
+fi
+cal_cluster=()
+[ -n "${CALIBRATE_CLUSTER:-}" ] && cal_cluster=(--cluster "$CALIBRATE_CLUSTER")
 say() { echo "== $* ($(( $(date +%s) - start )) s, load $(cut -d' ' -f1-3 /proc/loadavg))"; }
 
 # name | experiment | sets (2 processes)
@@ -87,9 +99,9 @@ for np in $nps; do
       --iters "$iters" --warmup "$warmup" --trace "$m" | grep '^step time' || { echo "run $name failed" >&2; exit 1; }
   done
   say "calibrate np $np (--holdout 0.5 --seed $seed)"
-  "$rmb" calibrate --runs "$dir" --holdout 0.5 --seed "$seed" --out "$out/np$np-calibrated.json" \
+  "$rmb" calibrate --runs "$dir" "${cal_cluster[@]}" --holdout 0.5 --seed "$seed" --out "$out/np$np-calibrated.json" \
     --kernel-out "$out/np$np-calibrated.kernel.json" --residuals "$out/np$np-residuals.csv" --json >"$out/np$np-calibrate.json"
-  "$rmb" calibrate --runs "$dir" --holdout 0.5 --seed "$seed" --out "$out/np$np-calibrated.json" \
+  "$rmb" calibrate --runs "$dir" "${cal_cluster[@]}" --holdout 0.5 --seed "$seed" --out "$out/np$np-calibrated.json" \
     --kernel-out "$out/np$np-calibrated.kernel.json" | tee "$out/np$np-calibrate.txt"
 done
 say "done: $out"

@@ -114,11 +114,10 @@ double unit(const ParamRef& r) {
 }
 
 Cluster apply(const Cluster& run_cluster, const Cluster& fitted) {
-  Cluster c = run_cluster;
-  c.cost = fitted.cost;
-  c.intra.latency_us = fitted.intra.latency_us;
-  c.pcie.latency_us = fitted.pcie.latency_us;
-  c.nic.latency_us = fitted.nic.latency_us;
+  Cluster c = fitted;
+  c.nodes = run_cluster.nodes;
+  c.gpus_per_node = run_cluster.gpus_per_node;
+  c.nics_per_node = run_cluster.nics_per_node;
   return c;
 }
 

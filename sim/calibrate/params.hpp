@@ -60,9 +60,11 @@ Range range(const ParamRef& r, const CostParams& p);
 // The unit a parameter is scaled by when it is 0 (a latency of 0 us).
 double unit(const ParamRef& r);
 
-// The run's cluster with the fitted fields of `fitted` (its shape, GPU and
-// everything not fitted stay the run's): lets runs of one machine seen as
-// different shapes (nodes x GPUs per node) share one set of parameters.
+// The calibrated cluster in the run's shape (nodes x GPUs per node): runs of
+// one machine seen as different shapes (--set cluster.nodes=2 for a
+// hierarchical ring) share its links and parameters. Links, GPU and fabric
+// are the calibrated cluster's, so --cluster can also settle how transfers
+// route (the runtime itself never reads them).
 Cluster apply(const Cluster& run_cluster, const Cluster& fitted);
 
 // `base` (a cluster JSON) with every fitted field replaced by fitted's value.
