@@ -70,17 +70,20 @@ double CostModel::link_rate_Bps(const topology::Link& l) const {
   return l.bandwidth_GBps * 1e9 * eff;
 }
 
-double CostModel::transfer_seconds(const topology::Topology& t, int src_gpu, int dst_gpu, double bytes) const {
-  const topology::Route& r = t.route(src_gpu, dst_gpu);
-  if (r.links.empty()) return bytes / local_rate_;
-  double rate = std::numeric_limits<double>::infinity();
-  double lat = 0;
+CostModel::RouteCost CostModel::route_cost(const topology::Topology& t, const topology::Route& r) const {
+  if (r.links.empty()) return {0.0, local_rate_};
+  RouteCost c{0.0, std::numeric_limits<double>::infinity()};
   for (int id : r.links) {
     const topology::Link& l = t.links()[static_cast<size_t>(id)];
-    rate = std::min(rate, link_rate_Bps(l));
-    lat += link_latency_s(l);
+    c.rate_Bps = std::min(c.rate_Bps, link_rate_Bps(l));
+    c.latency_s += link_latency_s(l);
   }
-  return lat + bytes / rate;
+  return c;
+}
+
+double CostModel::transfer_seconds(const topology::Topology& t, int src_gpu, int dst_gpu, double bytes) const {
+  // An empty route has latency 0 (0 + x == x exactly: the sum is what it was).
+  return transfer_seconds(route_cost(t, src_gpu, dst_gpu), bytes);
 }
 
 namespace {

@@ -99,9 +99,22 @@ class CostModel {
   // that reads and writes every byte): HBM x elementwise_efficiency / 2.
   double local_copy_rate_Bps() const { return local_rate_; }
 
+  // What one route costs a transfer alone on it: the latency summed over its
+  // links and the slowest effective link's rate (an empty route: the local copy, no latency).
+  struct RouteCost {
+    double latency_s = 0;
+    double rate_Bps = 0;
+  };
+  RouteCost route_cost(const topology::Topology& t, int src_gpu, int dst_gpu) const {
+    return route_cost(t, t.route(src_gpu, dst_gpu));
+  }
+  // The same for a route given by link ids into t.links() (calibration prices
+  // routes found on another Topology of the same shape, whose link ids agree).
+  RouteCost route_cost(const topology::Topology& t, const topology::Route& r) const;
   // Contention-free time of one transfer: route latency + bytes over the
   // slowest effective link of the route (local copy when the route is empty).
   double transfer_seconds(const topology::Topology& t, int src_gpu, int dst_gpu, double bytes) const;
+  static double transfer_seconds(const RouteCost& c, double bytes) { return c.latency_s + bytes / c.rate_Bps; }
 
   // The point-to-point transfers a collective call is made of, for a group of
   // `members` ranks in group member order (the ring order). `bytes` is the

@@ -21,7 +21,7 @@ const std::vector<std::string> kCommands{"imbalance", "plan", "schedule", "simul
 // A command as the tests below run it: sweep needs a grid.
 std::string invoke(const std::string& cmd) { return cmd == "sweep" ? cmd + " --grid parallel.partition=zigzag,stripe" : cmd; }
 // Commands that take no experiment (they read other commands' outputs or recorded traces): --json, no --configs.
-const std::vector<std::string> kFileCommands{"compare", "diff", "replay"};
+const std::vector<std::string> kFileCommands{"calibrate", "compare", "diff", "replay"};
 
 // A config folder holding a small experiment "tiny" (2 layers, 16K tokens on
 // one 8-GPU node, attention forward), so a run that silently fell back to the

@@ -76,6 +76,7 @@ class Table {
 
 // Commands (one file each).
 void register_compare(CLI::App& app);
+void register_calibrate(CLI::App& app);
 void register_diff(CLI::App& app);
 void register_imbalance(CLI::App& app);
 void register_plan(CLI::App& app);

@@ -1,0 +1,111 @@
+#include "sim/calibrate/runs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "sim/config/json_reader.hpp"
+#include "sim/pipeline/pipeline.hpp"
+#include "sim/schedule/schedule_file.hpp"
+#include "traces/chrome_trace.hpp"
+
+namespace rm::calibrate {
+
+Run load_run(const std::string& schedule_path, const std::string& measured_path, const ConfigStore& store) {
+  Run r;
+  r.name = measured_path;
+  try {
+    auto loaded = pipeline::load_schedule_file(schedule_path, store);
+    r.schedule = std::move(loaded.schedule);
+    r.experiment = std::move(loaded.experiment);
+    r.measured = traces::read_chrome_trace(measured_path);
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ConfigError(e.what());  // the readers name the file
+  }
+  check_run(r);
+  return r;
+}
+
+void check_run(const Run& r) {
+  const auto& m = r.measured.metadata;
+  if (!m.is_object() || !m.contains("schedule_hash") || !m["schedule_hash"].is_string())
+    throw ConfigError(fmt::format("{}: no metadata.schedule_hash (expected a measured Timeline from ringmaster-run --trace)",
+                                  r.name));
+  const std::string want = schedule::schedule_hash(r.schedule);
+  if (m["schedule_hash"].get<std::string>() != want)
+    throw ConfigError(fmt::format("{}: metadata.schedule_hash is {}, but its Schedule's hash is {} (measured from another Schedule)",
+                                  r.name, m["schedule_hash"].get<std::string>(), want));
+  std::vector<int> seen(r.schedule.ops.size(), 0);
+  for (const traces::Event& e : r.measured.events) {
+    if (e.op < 0) continue;
+    if (size_t(e.op) >= seen.size())
+      throw ConfigError(fmt::format("{}: event \"{}\" names op {}, which its Schedule ({} ops) lacks", r.name, e.name,
+                                    e.op, seen.size()));
+    const schedule::Op& op = r.schedule.ops[size_t(e.op)];
+    if (e.rank != op.rank)
+      throw ConfigError(fmt::format("{}: the event of {} is on rank {}", r.name, schedule::describe(r.schedule, e.op),
+                                    e.rank));
+    if (!(std::isfinite(e.start_s) && std::isfinite(e.end_s) && e.end_s >= e.start_s))
+      throw ConfigError(fmt::format("{}: the event of {} has start {} and end {} (expected finite, end >= start)",
+                                    r.name, schedule::describe(r.schedule, e.op), e.start_s, e.end_s));
+    ++seen[size_t(e.op)];
+  }
+  for (size_t i = 0; i < seen.size(); ++i)
+    if (seen[i] != 1)
+      throw ConfigError(fmt::format("{}: {} has {} events (expected one: a measured Timeline holds every op once)",
+                                    r.name, schedule::describe(r.schedule, schedule::OpId(i)), seen[i]));
+}
+
+std::vector<std::pair<std::string, std::string>> runs_in_folder(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw ConfigError(fmt::format("--runs {}: not a folder", dir));
+  std::map<std::string, std::pair<std::string, std::string>> found;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string file = entry.path().filename().string();
+    for (const char* suffix : {".schedule.json", ".schedule.json.gz"})
+      if (file.size() > std::string_view(suffix).size() && file.ends_with(suffix))
+        found[file.substr(0, file.size() - std::string_view(suffix).size())].first = entry.path().string();
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& [name, pair] : found) {
+    for (const char* suffix : {".measured.json", ".measured.json.gz"})
+      if (const fs::path p = fs::path(dir) / (name + suffix); fs::exists(p)) pair.second = p.string();
+    if (pair.second.empty())
+      throw ConfigError(fmt::format("--runs {}: {} has no {}.measured.json[.gz] beside it", dir, pair.first, name));
+    out.push_back(pair);
+  }
+  if (out.empty()) throw ConfigError(fmt::format("--runs {}: no NAME.schedule.json[.gz] files in it", dir));
+  return out;
+}
+
+double measured_step_s(const traces::Timeline& t) {
+  const auto& m = t.metadata;
+  if (m.is_object() && m.contains("iteration_s") && m["iteration_s"].is_object() &&
+      m["iteration_s"].contains("median") && m["iteration_s"]["median"].is_number())
+    return m["iteration_s"]["median"].get<double>();
+  return t.makespan_s();
+}
+
+std::vector<size_t> holdout_indices(size_t n, double fraction, uint64_t seed) {
+  if (!(fraction >= 0 && fraction < 1)) throw std::invalid_argument("holdout: expected a fraction in [0, 1)");
+  if (n < 2 || fraction == 0) return {};
+  const size_t k = std::clamp<size_t>(static_cast<size_t>(std::llround(fraction * double(n))), 1, n - 1);
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::mt19937_64 rng(seed);
+  // Fisher-Yates with a plain modulo: std::shuffle and the distributions differ between libraries.
+  for (size_t i = n - 1; i > 0; --i) std::swap(order[i], order[static_cast<size_t>(rng() % (i + 1))]);
+  order.resize(k);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+}  // namespace rm::calibrate
