@@ -18,8 +18,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("ringmaster ") + rm::cli::kVersion + " (git " +
                                         rm::cli::kGitRevision + ")");
-  rm::cli::register_compare(app);
   rm::cli::register_calibrate(app);
+  rm::cli::register_compare(app);
   rm::cli::register_diff(app);
   rm::cli::register_imbalance(app);
   rm::cli::register_plan(app);
