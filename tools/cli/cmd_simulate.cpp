@@ -54,6 +54,7 @@ void run(const Options& o) {
   const schedule::Schedule& s = sim.schedule;
   const traces::Timeline& tl = sim.timeline;
   const report::StepReport& rep = sim.report;
+  if (!o.schedule_file.empty()) pipeline::check_report_plausible(rep, o.schedule_file);
   if (!o.trace.empty()) {
     progress.update("writing " + o.trace, 3, 3);
     traces::write_chrome_trace(tl, o.trace);
