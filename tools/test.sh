@@ -34,7 +34,7 @@ if [ "${RINGMASTER_SKIP_FUZZ:-0}" != 1 ] && [ "${RINGMASTER_SKIP_SANITIZERS:-0}"
   # every input that once crashed a reader: the regression inputs), then fuzzes
   # for RINGMASTER_FUZZ_SECONDS from a scratch copy so the corpus in the
   # repository is never written. docs/robustness.md has the longer runs.
-  fuzz_seconds=${RINGMASTER_FUZZ_SECONDS:-30}
+  fuzz_seconds=${RINGMASTER_FUZZ_SECONDS:-20}
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DRINGMASTER_FUZZ=ON -DRINGMASTER_CUDA=OFF >/dev/null
   cmake --build build-fuzz -j "$jobs" --target fuzzers
