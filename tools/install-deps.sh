@@ -9,6 +9,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
   libopenmpi-dev openmpi-bin libopenblas-dev libeigen3-dev
 )
+# clang (with its runtime libraries: libFuzzer, ASan, UBSan) builds the fuzzing
+# harnesses of tests/fuzz (docs/robustness.md); GCC builds everything else.
+packages+=(clang libclang-rt-dev)
 # Notebooks run under Debian's python (not the one first on PATH).
 packages+=(python3-matplotlib python3-pandas python3-nbconvert python3-ipykernel jupyter-nbconvert)
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything with warnings as errors, runs every
-# test, then rebuilds the unit tests under ASan+UBSan and runs them again.
+# test, rebuilds the unit tests under ASan+UBSan and runs them again, then fuzzes
+# the readers for a bounded time (tests/fuzz; RINGMASTER_SKIP_FUZZ=1 or RINGMASTER_SKIP_SANITIZERS=1 skips it).
 # This is the README's test command and what .ci/run calls.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,5 +26,31 @@ if [ "${RINGMASTER_SKIP_SANITIZERS:-0}" != 1 ]; then
   cmake --build build-asan -j "$jobs" --target unit_tests
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j "$jobs" -L unit --timeout 900)
+fi
+if [ "${RINGMASTER_SKIP_FUZZ:-0}" != 1 ] && [ "${RINGMASTER_SKIP_SANITIZERS:-0}" != 1 ]; then
+  echo "== fuzzing the readers (libFuzzer, ASan+UBSan)"
+  # The harnesses of tests/fuzz and only the libraries they need, built by
+  # clang in a folder of their own; each replays its corpus (the seeds and
+  # every input that once crashed a reader: the regression inputs), then fuzzes
+  # for RINGMASTER_FUZZ_SECONDS from a scratch copy so the corpus in the
+  # repository is never written. docs/robustness.md has the longer runs.
+  fuzz_seconds=${RINGMASTER_FUZZ_SECONDS:-20}
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DRINGMASTER_FUZZ=ON -DRINGMASTER_CUDA=OFF >/dev/null
+  cmake --build build-fuzz -j "$jobs" --target fuzzers
+  for harness in build-fuzz/bin/fuzz_*; do
+    name=$(basename "$harness")
+    corpus=tests/fuzz/corpus/${name#fuzz_}
+    scratch=$(mktemp -d)
+    cp "$corpus"/* "$scratch"/
+    echo "-- $name: replay $(ls "$corpus" | wc -l) inputs, then ${fuzz_seconds} s"
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      "$harness" "$corpus"/* >/dev/null 2>"$scratch.log" || { cat "$scratch.log"; exit 1; }
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      "$harness" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -timeout=10 \
+        -artifact_prefix="build-fuzz/$name-" "$scratch" 2>"$scratch.log" || { tail -60 "$scratch.log"; exit 1; }
+    tail -1 "$scratch.log"
+    rm -rf "$scratch" "$scratch.log"
+  done
 fi
 echo "== all tests passed"

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <algorithm>
 #include <iterator>
+#include <limits>
+#include <optional>
 #include <unordered_map>
 #include <set>
 
@@ -111,6 +113,28 @@ void append_edges(std::string& out, const std::vector<Edge>& edges) {
   out += "]";
 }
 
+constexpr int64_t kMaxI64 = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMinI64 = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+constexpr int64_t kMinInt = std::numeric_limits<int>::min();
+// The largest |ts| and dur read, in microseconds (~31,700 years): room for
+// clocks since the epoch, and ts + dur stays finite and exact enough to write back.
+constexpr double kMaxTimeUs = 1e18;
+
+// The integer `v` holds when it is one in [min, max]: checked before narrowing
+// (a pid of 2^32 is no rank 0, a tid of 2^64-1 no -1, an op of 6.7e19 no integer).
+std::optional<int64_t> integer_in(const nlohmann::json& v, int64_t min, int64_t max) {
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(max)) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (!v.is_number_integer()) return std::nullopt;
+  const auto i = v.get<int64_t>();
+  if (i < min || i > max) return std::nullopt;
+  return i;
+}
+
 std::vector<Edge> read_edges(const nlohmann::json& edges, const std::string& name) {
   if (!edges.is_array()) throw TraceError(fmt::format("{}: otherData.edges must be an array", name));
   std::vector<Edge> out;
@@ -118,7 +142,8 @@ std::vector<Edge> read_edges(const nlohmann::json& edges, const std::string& nam
   for (size_t i = 0; i < edges.size(); ++i) {
     const auto& e = edges[i];
     std::optional<EdgeKind> kind;
-    if (e.is_array() && e.size() == 3 && e[0].is_number_integer() && e[1].is_number_integer() && e[2].is_string())
+    if (e.is_array() && e.size() == 3 && integer_in(e[0], kMinI64, kMaxI64) && integer_in(e[1], kMinI64, kMaxI64) &&
+        e[2].is_string())
       kind = parse_edge_kind(e[2].get<std::string>());
     if (!kind)
       throw TraceError(fmt::format("{}: otherData.edges[{}]: expected [from op, to op, kind] with kind one of stream, "
@@ -131,27 +156,58 @@ std::vector<Edge> read_edges(const nlohmann::json& edges, const std::string& nam
 
 int int_field(const nlohmann::json& ev, const char* key, size_t index, const std::string& name) {
   auto it = ev.find(key);
-  if (it == ev.end() || !it->is_number_integer())
-    throw TraceError(fmt::format("{}: traceEvents[{}]: \"{}\" must be an integer", name, index, key));
-  return it->get<int>();
+  const auto v = it == ev.end() ? std::nullopt : integer_in(*it, kMinInt, kMaxInt);
+  if (!v)
+    throw TraceError(fmt::format("{}: traceEvents[{}]: \"{}\" must be an integer in [{}, {}]{}", name, index, key,
+                                 kMinInt, kMaxInt, it == ev.end() ? "" : ", got " + it->dump()));
+  return static_cast<int>(*v);
 }
 
-double number_field(const nlohmann::json& ev, const char* key, size_t index, const std::string& name) {
+// A time in microseconds: finite, |value| <= kMaxTimeUs, and >= 0 when `non_negative` (a duration).
+double time_field(const nlohmann::json& ev, const char* key, bool non_negative, size_t index, const std::string& name) {
   auto it = ev.find(key);
-  if (it == ev.end() || !it->is_number())
-    throw TraceError(fmt::format("{}: traceEvents[{}]: \"{}\" must be a number", name, index, key));
+  const double v = it != ev.end() && it->is_number() ? it->get<double>() : std::nan("");
+  if (!(std::fabs(v) <= kMaxTimeUs) || (non_negative && v < 0))
+    throw TraceError(fmt::format("{}: traceEvents[{}]: \"{}\" must be a number in [{}, {:g}] (microseconds){}", name,
+                                 index, key, non_negative ? "0" : "-1e+18", kMaxTimeUs,
+                                 it == ev.end() ? "" : ", got " + it->dump()));
+  return v;
+}
+
+// An optional integer argument in [min, max] (what the writer writes back).
+int64_t int_arg(const nlohmann::json& args, const char* key, int64_t fallback, int64_t min, int64_t max, size_t index,
+                const std::string& name) {
+  auto it = args.find(key);
+  if (it == args.end()) return fallback;
+  const auto v = integer_in(*it, min, max);
+  if (!v)
+    throw TraceError(fmt::format("{}: traceEvents[{}]: args.{} has the wrong type or range: expected an integer in "
+                                 "[{}, {}], got {}",
+                                 name, index, key, min, max, it->dump()));
+  return *v;
+}
+
+// An optional finite number argument (>= 0 when `non_negative`).
+double number_arg(const nlohmann::json& args, const char* key, bool non_negative, size_t index,
+                  const std::string& name) {
+  auto it = args.find(key);
+  if (it == args.end()) return 0.0;
+  if (!it->is_number() || !std::isfinite(it->get<double>()) || (non_negative && it->get<double>() < 0))
+    throw TraceError(fmt::format("{}: traceEvents[{}]: args.{} has the wrong type or range: expected a finite number{}, "
+                                 "got {}",
+                                 name, index, key, non_negative ? " >= 0" : "", it->dump()));
   return it->get<double>();
 }
 
-template <class T>
-T arg_or(const nlohmann::json& args, const char* key, T fallback, size_t index, const std::string& name) {
-  auto it = args.find(key);
-  if (it == args.end()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw TraceError(fmt::format("{}: traceEvents[{}]: args.{} has the wrong type", name, index, key));
-  }
+// An optional string of an event (`prefix` "") or of its args ("args.").
+std::string string_field(const nlohmann::json& obj, const char* key, std::string_view prefix, size_t index,
+                         const std::string& name) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return "";
+  if (!it->is_string())
+    throw TraceError(fmt::format("{}: traceEvents[{}]: {}{} must be a string, got {}", name, index, prefix, key,
+                                 it->dump()));
+  return it->get<std::string>();
 }
 
 Source read_source(const nlohmann::json& root, const std::string& name) {
@@ -235,9 +291,9 @@ Timeline from_chrome_json(std::string_view text, const std::string& name) {
   for (size_t i = 0; i < events->size(); ++i) {
     const auto& ev = (*events)[i];
     if (!ev.is_object()) throw TraceError(fmt::format("{}: traceEvents[{}] is not an object", name, i));
-    std::string ph = ev.value("ph", "");
+    std::string ph = string_field(ev, "ph", "", i, name);
     if (ph == "M") {
-      std::string what = ev.value("name", "");
+      std::string what = string_field(ev, "name", "", i, name);
       if (what != "process_name" && what != "thread_name") continue;
       auto args = ev.find("args");
       if (args == ev.end() || !args->is_object() || !args->contains("name") || !args->at("name").is_string())
@@ -256,21 +312,23 @@ Timeline from_chrome_json(std::string_view text, const std::string& name) {
     Event e;
     e.rank = int_field(ev, "pid", i, name);
     e.stream = int_field(ev, "tid", i, name);
-    e.name = ev.value("name", "");
-    e.category = ev.value("cat", "");
-    double ts = number_field(ev, "ts", i, name);
-    double dur = number_field(ev, "dur", i, name);
+    e.name = string_field(ev, "name", "", i, name);
+    e.category = string_field(ev, "cat", "", i, name);
+    double ts = time_field(ev, "ts", false, i, name);
+    double dur = time_field(ev, "dur", true, i, name);
     e.start_s = ts / 1e6;
     e.end_s = (ts + dur) / 1e6;
     if (auto a = ev.find("args"); a != ev.end() && a->is_object()) {
-      e.op = arg_or<int64_t>(*a, "op", -1, i, name);
-      e.layer = arg_or<int>(*a, "layer", -1, i, name);
-      e.phase = arg_or<std::string>(*a, "phase", "", i, name);
-      e.step = arg_or<int>(*a, "step", -1, i, name);
-      e.bytes = arg_or<int64_t>(*a, "bytes", 0, i, name);
-      e.flops = arg_or<double>(*a, "flops", 0.0, i, name);
-      e.samples = arg_or<int>(*a, "samples", 0, i, name);
-      e.spread_s = arg_or<double>(*a, "spread_us", 0.0, i, name) / 1e6;
+      // Ranges as the writer writes them back: "not given" (-1) is an absent key, never a negative value.
+      e.op = int_arg(*a, "op", -1, 0, kMaxI64, i, name);
+      e.layer = static_cast<int>(int_arg(*a, "layer", -1, 0, kMaxInt, i, name));
+      e.phase = string_field(*a, "phase", "args.", i, name);
+      e.step = static_cast<int>(int_arg(*a, "step", -1, 0, kMaxInt, i, name));
+      e.bytes = int_arg(*a, "bytes", 0, 0, kMaxI64, i, name);
+      e.flops = number_arg(*a, "flops", true, i, name);
+      // Negative samples or spreads are refused below, with the op named.
+      e.samples = static_cast<int>(int_arg(*a, "samples", 0, kMinInt, kMaxInt, i, name));
+      e.spread_s = number_arg(*a, "spread_us", false, i, name) / 1e6;
       if (e.samples < 0 || e.spread_s < 0 || (e.samples == 0 && e.spread_s != 0))
         throw TraceError(fmt::format("{}: traceEvents[{}] (op {}): args.samples and args.spread_us must be >= 0, "
                                      "spread_us only with samples; got {} and {}",

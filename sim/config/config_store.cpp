@@ -27,12 +27,16 @@ LoadedConfig ConfigStore::load(const std::string& kind, const std::string& name,
   if (is_path) {
     fs::path p(name);
     if (p.is_relative() && !relative_to.empty()) p = fs::path(relative_to) / p;
-    if (!fs::exists(p)) throw ConfigError(fmt::format("{}: {} file \"{}\" not found", asked_by, kind, p.string()));
+    std::error_code ec;  // a name too long for the file system is an answer, not a filesystem_error
+    if (!fs::exists(p, ec))
+      throw ConfigError(fmt::format("{}: {} file \"{}\" {}", asked_by, kind, p.string(),
+                                    ec ? "cannot be looked up (" + ec.message() + ")" : "not found"));
     return {read_json_file(p.string()), p.string(), p.parent_path().string()};
   }
   for (const auto& d : dirs_) {
     fs::path p = fs::path(d) / kind / (name + ".json");
-    if (fs::exists(p)) return {read_json_file(p.string()), p.string(), p.parent_path().string()};
+    std::error_code ec;
+    if (fs::exists(p, ec)) return {read_json_file(p.string()), p.string(), p.parent_path().string()};
   }
   const std::string rel = kind + "/" + name + ".json";
   for (const auto& e : embedded_configs()) {

@@ -161,6 +161,10 @@ Footprint estimate_footprint(const Experiment& e, RunKind kind) {
   return f;
 }
 
+Footprint estimate_schedule_footprint(int64_t ops, int64_t ranks) {
+  return {ops, kBaseBytes + ops * kSimulateBytesPerOp + ranks * kBytesPerRank};
+}
+
 Footprint estimate_imbalance_footprint(const Experiment& e, int partitions) {
   Footprint f;
   f.bytes = kBaseBytes + int64_t(partitions) * pair_cost_bytes(e, true) + topology_bytes(e, 0);

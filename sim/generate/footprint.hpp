@@ -40,6 +40,10 @@ struct Footprint {
   int64_t bytes = 0;  // upper bound of the peak resident memory
 };
 Footprint estimate_footprint(const Experiment& e, RunKind kind);
+// `simulate --schedule FILE`: the Schedule the file declares (its op_count and
+// ranks, known before its ops are allocated), held and simulated, at the
+// same bytes per op and per rank as a generated run.
+Footprint estimate_schedule_footprint(int64_t ops, int64_t ranks);
 // `ringmaster imbalance` builds no Schedule (ops = 0) but counts every layer's
 // pair costs for each of `partitions` partitions: what it holds is those tables.
 Footprint estimate_imbalance_footprint(const Experiment& e, int partitions);

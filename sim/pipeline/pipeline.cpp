@@ -1,8 +1,12 @@
 #include "sim/pipeline/pipeline.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "sim/cost/cost_model.hpp"
+#include "sim/generate/attention_kind.hpp"
+#include "sim/generate/footprint.hpp"
 #include "sim/generate/generate.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "sim/topology/topology.hpp"
@@ -52,10 +56,45 @@ void check_schedule_fits(const schedule::Schedule& s, const Experiment& e, const
                                   e.parallel.world()));
 }
 
-LoadedSchedule load_schedule_file(const std::string& path, const ConfigStore& store) {
-  schedule::Schedule s = schedule::read_schedule(path);
-  Experiment e = parse_experiment(s.experiment, path + " (its experiment)", "", store);
+void check_schedule_experiment(const schedule::Schedule& s, const Experiment& e, const std::string& path) {
   check_schedule_fits(s, e, path);
+  (void)build_patterns(e);  // the pattern must be one this build can run (simulate on an experiment builds it too)
+  // The token sets partition the experiment's sequence: validate() refuses one
+  // beyond seq_len; one that ends short means seq_len was not these ops' (and
+  // tokens/s, read from seq_len, would be off by the ratio).
+  if (!s.token_sets.empty()) {
+    int64_t end = 0;
+    for (const auto& t : s.token_sets) end = std::max(end, t.end());
+    if (end != e.workload.seq_len)
+      throw ConfigError(fmt::format("{}: the Schedule's token sets cover tokens 0..{}, but its experiment's "
+                                    "$.workload.seq_len is {}: the carried experiment does not describe these ops",
+                                    path, end - 1, e.workload.seq_len));
+  }
+  // Our generator, for this experiment, emits exactly count_step_ops(e) ops; a
+  // Schedule that says it came from it and holds another number was not made
+  // from this experiment (or was edited without it).
+  if (s.generator == generate::generator_name(e)) {
+    const int64_t expected = generate::count_step_ops(e);
+    if (expected != int64_t(s.ops.size()))
+      throw ConfigError(fmt::format("{}: the Schedule has {} ops, but its experiment's generator ({}) emits {}: the "
+                                    "carried experiment does not describe these ops",
+                                    path, s.ops.size(), s.generator, expected));
+  }
+}
+
+void check_report_plausible(const report::StepReport& r, const std::string& path) {
+  if (r.mfu <= 1.0) return;
+  throw ConfigError(fmt::format("{}: the carried experiment does not describe these ops: its model's {:.3g} FLOPs in "
+                                "the simulated {:.3g} s on {} GPUs would be {:.3g}% of their peak (MFU above 100%)",
+                                path, r.model_flops, r.step_time_s, r.gpus, 100 * r.mfu));
+}
+
+LoadedSchedule load_schedule_file(const std::string& path, const ConfigStore& store) {
+  schedule::Schedule s = schedule::read_schedule(path, [&path](int64_t ops, int64_t ranks) {
+    generate::check_fits(generate::estimate_schedule_footprint(ops, ranks), path + ": this Schedule");
+  });
+  Experiment e = parse_experiment(s.experiment, path + " (its experiment)", "", store);
+  check_schedule_experiment(s, e, path);
   return {std::move(s), std::move(e)};
 }
 

@@ -33,7 +33,10 @@ sparsity::SparsityModel build_patterns(const Experiment& e);
 // silently different attention; the seeds' dense baselines run FA2 on a dense mask).
 void check_kernel_runs(const Experiment& e, const sparsity::SparsityModel& m);
 
-// Reads a Schedule file (validating it) and the experiment it carries.
+// Reads a Schedule file (validating it) and the experiment it carries, and
+// checks one against the other (check_schedule_experiment). Before its ops
+// are allocated, the file's op_count and ranks are checked against this
+// machine's memory (generate::estimate_schedule_footprint, check_fits).
 struct LoadedSchedule {
   schedule::Schedule schedule;
   Experiment experiment;
@@ -42,6 +45,17 @@ LoadedSchedule load_schedule_file(const std::string& path, const ConfigStore& st
 // Throws ConfigError naming the file and rank unless every rank is on its own GPU
 // of the experiment's cluster and there are dp*tp*hp*cp ranks (load_schedule_file runs it).
 void check_schedule_fits(const schedule::Schedule& s, const Experiment& e, const std::string& path);
+// check_schedule_fits, then: the experiment's pattern builds (build_patterns),
+// the token sets (when there are any) end at the experiment's seq_len, and a
+// Schedule whose generator is the one this experiment names
+// (generate::generator_name) holds the op count it emits (count_step_ops).
+// Throws ConfigError naming the file.
+void check_schedule_experiment(const schedule::Schedule& s, const Experiment& e, const std::string& path);
+// After simulating a Schedule file: an MFU above 100% means the carried
+// experiment's model does more work than these ops take time for (an edited
+// seq_len, ops' costs cut down), so its tokens/s and MFU would mislead.
+// Throws ConfigError naming the file.
+void check_report_plausible(const report::StepReport& r, const std::string& path);
 
 struct Simulation {
   schedule::Schedule schedule;

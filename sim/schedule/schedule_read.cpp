@@ -1,7 +1,9 @@
 // Reading the Schedule file (see schedule_write.cpp and docs/schedule-format.md):
 // strict about structure, naming the file and JSON path of any fault; the
 // Schedule's meaning is checked afterwards by validate().
+#include <algorithm>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -9,6 +11,7 @@
 #include "sim/schedule/schedule_error.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "sim/schedule/validate.hpp"
+#include "traces/json_text.hpp"
 #include "traces/text_file.hpp"
 #include "traces/trace_error.hpp"
 
@@ -37,12 +40,13 @@ template <class T, class Get>
 std::vector<T> column(const JsonReader& r, std::string_view key, size_t count, Get get) {
   const json& v = r.value(key);
   std::vector<T> out;
-  out.reserve(count);
   if (!v.is_array()) {
     out.assign(count, get(v, key));
     return out;
   }
+  // The size check comes first: `count` is what the file claims, the array is what it holds.
   if (v.size() != count) r.fail(key, fmt::format("expected {} values (or one for all), got {}", count, v.size()));
+  out.reserve(count);
   for (size_t i = 0; i < count; ++i) out.push_back(get(v[i], At{key, i}));
   return out;
 }
@@ -55,10 +59,14 @@ auto integer_in(const JsonReader& r, int64_t min, int64_t max) {
   };
 }
 
-auto non_negative_number(const JsonReader& r) {
+// An op's FLOPs: 1e24 is ~10^9 GPU-seconds at 1 PFLOP/s, far beyond any op
+// generated, and far below what turns a step time into nonsense (1e308).
+constexpr double kMaxOpFlops = 1e24;
+
+auto flops_in(const JsonReader& r) {
   return [&r](const json& v, const auto& key) {
-    if (!v.is_number() || v.get<double>() < 0)
-      r.fail(key_text(key), fmt::format("expected a number >= 0, got {}", v.dump()));
+    if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= kMaxOpFlops))
+      r.fail(key_text(key), fmt::format("expected a number in [0, {:g}], got {}", kMaxOpFlops, v.dump()));
     return v.get<double>();
   };
 }
@@ -75,6 +83,17 @@ auto enum_in(const JsonReader& r, std::optional<E> (*parse)(std::string_view), s
 
 constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
 constexpr int64_t kMaxI64 = std::numeric_limits<int64_t>::max();
+// Bytes, blocks and tokens of one op or buffer, and a token set's extent:
+// 2^50 (1 PiB, 10^15 tokens) is far beyond any run, and sums of such values
+// (a transfer's buffers, a rank's bytes) stay far inside int64_t.
+constexpr int64_t kMaxSize = int64_t(1) << 50;
+
+// a * b, or -1 when it exceeds kMaxSize (a, b >= 0).
+int64_t product_within(int64_t a, int64_t b) {
+  int64_t p = 0;
+  if (__builtin_mul_overflow(a, b, &p) || p > kMaxSize) return -1;
+  return p;
+}
 
 // A template's ops with their ids, layer and phase not yet set; outside deps as -1.
 struct Template {
@@ -85,6 +104,10 @@ struct Template {
 
 Template read_template(const JsonReader& r) {
   const auto n = static_cast<size_t>(r.integer("count", 1, kMaxInt));
+  // deps holds one array per op, so a count the file does not back is refused
+  // here, before any column of `count` values is allocated.
+  const json& deps = r.value("deps");
+  if (!deps.is_array() || deps.size() != n) r.fail("deps", fmt::format("expected an array of {} arrays", n));
   auto rank = column<int64_t>(r, "rank", n, integer_in(r, 0, kMaxInt));
   auto stream = column<int64_t>(r, "stream", n, integer_in(r, 0, kMaxInt));
   auto kind = column<OpKind>(r, "kind", n, enum_in<OpKind>(r, parse_op_kind, "op kind"));
@@ -92,13 +115,11 @@ Template read_template(const JsonReader& r) {
   auto peer = column<int64_t>(r, "peer", n, integer_in(r, -1, kMaxInt));
   auto group = column<int64_t>(r, "group", n, integer_in(r, -1, kMaxInt));
   auto joined = column<int64_t>(r, "joined", n, integer_in(r, 0, 1));
-  const json& deps = r.value("deps");
-  if (!deps.is_array() || deps.size() != n) r.fail("deps", fmt::format("expected an array of {} arrays", n));
   Template t;
-  t.flops = column<double>(r, "flops", n, non_negative_number(r));
-  t.blocks = column<int64_t>(r, "blocks", n, integer_in(r, 0, kMaxI64));
-  t.tokens = column<int64_t>(r, "tokens", n, integer_in(r, 0, kMaxI64));
-  t.bytes = column<int64_t>(r, "bytes", n, integer_in(r, 0, kMaxI64));
+  t.flops = column<double>(r, "flops", n, flops_in(r));
+  t.blocks = column<int64_t>(r, "blocks", n, integer_in(r, 0, kMaxSize));
+  t.tokens = column<int64_t>(r, "tokens", n, integer_in(r, 0, kMaxSize));
+  t.bytes = column<int64_t>(r, "bytes", n, integer_in(r, 0, kMaxSize));
   t.tag = column<int64_t>(r, "tag", n, integer_in(r, std::numeric_limits<int64_t>::min(), kMaxI64));
   t.access = column<int64_t>(r, "access", n, integer_in(r, -1, kMaxInt));
   t.detail = column<int64_t>(r, "detail", n, integer_in(r, -1, kMaxInt));
@@ -149,10 +170,10 @@ void read_segment(const JsonReader& r, const std::vector<Template>& templates, S
   const auto first = static_cast<size_t>(r.integer("first", 0, kMaxI64));
   const int layer = static_cast<int>(r.integer("layer", -1, kMaxInt));
   const Phase phase = enum_in<Phase>(r, parse_phase, "phase")(r.value("phase"), "phase");
-  auto flops = r.has("flops") ? column<double>(r, "flops", n, non_negative_number(r)) : t.flops;
-  auto blocks = r.has("blocks") ? column<int64_t>(r, "blocks", n, integer_in(r, 0, kMaxI64)) : t.blocks;
-  auto tokens = r.has("tokens") ? column<int64_t>(r, "tokens", n, integer_in(r, 0, kMaxI64)) : t.tokens;
-  auto bytes = r.has("bytes") ? column<int64_t>(r, "bytes", n, integer_in(r, 0, kMaxI64)) : t.bytes;
+  auto flops = r.has("flops") ? column<double>(r, "flops", n, flops_in(r)) : t.flops;
+  auto blocks = r.has("blocks") ? column<int64_t>(r, "blocks", n, integer_in(r, 0, kMaxSize)) : t.blocks;
+  auto tokens = r.has("tokens") ? column<int64_t>(r, "tokens", n, integer_in(r, 0, kMaxSize)) : t.tokens;
+  auto bytes = r.has("bytes") ? column<int64_t>(r, "bytes", n, integer_in(r, 0, kMaxSize)) : t.bytes;
   auto tag = r.has("tag") ? column<int64_t>(r, "tag", n, integer_in(r, std::numeric_limits<int64_t>::min(), kMaxI64))
                           : t.tag;
   auto access = descriptor_column(r, "access", n, t.access);
@@ -222,8 +243,13 @@ std::vector<Buffer> read_buffers(const JsonReader& r) {
   auto shape = table_column<std::vector<int64_t>>(r, "shape", n, [&r](const json& v, const auto& key) {
     if (!v.is_array()) r.fail(key_text(key), fmt::format("expected an array of dimensions, got {}", v.dump()));
     std::vector<int64_t> dims;
-    for (size_t k = 0; k < v.size(); ++k)
-      dims.push_back(integer_in(r, 1, kMaxI64)(v[k], fmt::format("{}[{}]", key_text(key), k)));
+    int64_t elements = 1;
+    for (size_t k = 0; k < v.size(); ++k) {
+      dims.push_back(integer_in(r, 1, kMaxSize)(v[k], fmt::format("{}[{}]", key_text(key), k)));
+      elements = product_within(elements, dims.back());
+      if (elements < 0 || product_within(elements, 4) < 0)  // 4: the widest dtype
+        r.fail(key_text(key), fmt::format("a buffer of more than 2^50 bytes: {}", v.dump()));
+    }
     return dims;
   });
   auto instances = table_column<Instances>(r, "instances", n, enum_in<Instances>(r, parse_instances, "instances"));
@@ -260,7 +286,7 @@ std::vector<std::vector<int64_t>> int_rows(const JsonReader& r, std::string_view
     auto k = fmt::format("{}[{}]", key, i);
     if (!v[i].is_array() || v[i].size() != width) r.fail(k, fmt::format("expected {} integers", width));
     std::vector<int64_t> row;
-    for (size_t c = 0; c < width; ++c) row.push_back(integer_in(r, min, kMaxI64)(v[i][c], fmt::format("{}[{}]", k, c)));
+    for (size_t c = 0; c < width; ++c) row.push_back(integer_in(r, min, kMaxSize)(v[i][c], fmt::format("{}[{}]", k, c)));
     out.push_back(std::move(row));
   }
   return out;
@@ -275,11 +301,18 @@ std::vector<TokenSet> read_token_sets(const JsonReader& r) {
     auto key = fmt::format("token_sets[{}]", i);
     if (!set.is_array()) r.fail(key, "expected an array of [begin, len, stride, count] runs");
     TokenSet t;
+    int64_t total = 0;
     for (size_t k = 0; k < set.size(); ++k) {
       auto rk = fmt::format("{}[{}]", key, k);
       if (!set[k].is_array() || set[k].size() != 4) r.fail(rk, "expected [begin, len, stride, count]");
-      auto get = [&](size_t c, int64_t min) { return integer_in(r, min, kMaxI64)(set[k][c], fmt::format("{}[{}]", rk, c)); };
-      t.runs.push_back(TokenRun{get(0, 0), get(1, 1), get(2, 0), get(3, 1)});
+      auto get = [&](size_t c, int64_t min) { return integer_in(r, min, kMaxSize)(set[k][c], fmt::format("{}[{}]", rk, c)); };
+      const TokenRun run{get(0, 0), get(1, 1), get(2, 0), get(3, 1)};
+      // Its extent (begin + (count - 1) * stride + len) and size (len * count), and the set's size, within 2^50.
+      const int64_t span = product_within(run.count - 1, run.stride), size = product_within(run.len, run.count);
+      total += size;
+      if (span < 0 || size < 0 || run.begin + span + run.len > kMaxSize || total > kMaxSize)
+        r.fail(rk, "the run reaches beyond token 2^50 (or the set holds more than 2^50 tokens)");
+      t.runs.push_back(run);
     }
     out.push_back(std::move(t));
   }
@@ -307,9 +340,32 @@ std::vector<Access> read_accesses(const JsonReader& r) {
   return out;
 }
 
+// Checks, from the segments' (first, template) alone, that they cover ids
+// 0..op_count-1 once each: run before s.ops is allocated, so an op_count the
+// segments do not back (3e7 in a 7 KB file) is refused without allocating for
+// it. Each segment's fields are checked as read_segment checks them; segments
+// beyond op_count are left to read_segment, which names them.
+void check_coverage(const JsonReader& r, const std::vector<Template>& templates, size_t op_count) {
+  std::vector<std::pair<size_t, size_t>> runs;  // [first, first + count)
+  for (const JsonReader& sr : r.objects("segments")) {
+    const auto& t = templates[static_cast<size_t>(sr.integer("template", 0, static_cast<int64_t>(templates.size()) - 1))];
+    const auto first = static_cast<size_t>(sr.integer("first", 0, kMaxI64));
+    if (first < op_count) runs.emplace_back(first, first + std::min(t.ops.size(), op_count - first));
+  }
+  std::sort(runs.begin(), runs.end());
+  size_t next = 0;
+  for (const auto& [b, e] : runs) {
+    if (b < next) r.fail("segments", fmt::format("op {}: duplicate id (two segments cover it)", b));
+    if (b > next) break;
+    next = e;
+  }
+  if (next < op_count)
+    r.fail("segments", fmt::format("op {}: missing (no segment covers it; op_count is {})", next, op_count));
+}
+
 }  // namespace
 
-Schedule from_schedule_json(const json& j, const std::string& name) {
+Schedule from_schedule_json(const json& j, const std::string& name, const OpCountCheck& before_allocating) {
   JsonReader r(j, name);
   const std::string format = r.str("format");
   if (format != "ringmaster.schedule")
@@ -343,9 +399,12 @@ Schedule from_schedule_json(const json& j, const std::string& name) {
   s.accesses = read_accesses(r);
   s.attentions = read_attentions(r.object("attentions"));
   for (const auto& g : int_rows(r, "gemms", 3, 1)) s.gemms.push_back(Gemm{g[0], g[1], g[2]});
-  s.ops.resize(static_cast<size_t>(r.integer("op_count", 0, kMaxInt)));
-  std::vector<Template> templates;
+  const auto op_count = static_cast<size_t>(r.integer("op_count", 0, kMaxInt));
+  std::vector<Template> templates;  // each template's size is backed by its deps array
   for (const JsonReader& tr : r.objects("templates")) templates.push_back(read_template(tr));
+  check_coverage(r, templates, op_count);
+  if (before_allocating) before_allocating(static_cast<int64_t>(op_count), static_cast<int64_t>(s.ranks.size()));
+  s.ops.resize(op_count);
   std::vector<bool> covered(s.ops.size(), false);
   for (const JsonReader& sr : r.objects("segments")) read_segment(sr, templates, s, covered);
   r.finish();
@@ -354,24 +413,46 @@ Schedule from_schedule_json(const json& j, const std::string& name) {
   return s;
 }
 
-Schedule read_schedule(const std::string& path) {
+namespace {
+
+// Whether the JSON parser runs out of input before the text is valid: a
+// truncated file, said plainly. Parsed again keeping nothing (no tree), only
+// after the checked parse failed.
+bool ends_early(std::string_view text) {
+  try {
+    const json kept = json::parse(text.begin(), text.end(), [](int, json::parse_event_t, json&) { return false; });
+    (void)kept;
+  } catch (const json::parse_error& e) {
+    return e.byte >= text.size();
+  } catch (const json::exception&) {
+  }
+  return false;
+}
+
+}  // namespace
+
+Schedule parse_schedule_text(std::string_view text, const std::string& name, const OpCountCheck& before_allocating) {
+  json j;
+  try {
+    j = traces::parse_json_checked(text, name);  // depth, repeated keys, 1e999, UTF-8: traces/json_text.hpp
+  } catch (const traces::JsonTextError& e) {
+    if (ends_early(text))
+      throw ScheduleError(fmt::format("{}: truncated file (JSON ends early, after {} bytes)", name, text.size()));
+    throw ScheduleError(e.what());
+  }
+  Schedule s = from_schedule_json(j, name, before_allocating);
+  validate(s, name);
+  return s;
+}
+
+Schedule read_schedule(const std::string& path, const OpCountCheck& before_allocating) {
   std::string text;
   try {
     text = traces::read_text_file(path);
   } catch (const traces::TraceError& e) {
     throw ScheduleError(e.what());
   }
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    if (e.byte >= text.size())  // the parser ran out of input: say so plainly
-      throw ScheduleError(fmt::format("{}: truncated file (JSON ends early, after {} bytes)", path, text.size()));
-    throw ScheduleError(fmt::format("{}: not valid JSON ({})", path, e.what()));
-  }
-  Schedule s = from_schedule_json(j, path);
-  validate(s, path);
-  return s;
+  return parse_schedule_text(text, path, before_allocating);
 }
 
 }  // namespace rm::schedule

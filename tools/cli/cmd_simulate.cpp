@@ -54,6 +54,7 @@ void run(const Options& o) {
   pipeline::Simulation sim = pipeline::simulate_schedule(e, std::move(in), *kind);
   const schedule::Schedule& s = sim.schedule;
   const report::StepReport& rep = sim.report;
+  if (!o.schedule_file.empty()) pipeline::check_report_plausible(rep, o.schedule_file);
   if (!o.trace.empty()) {
     progress.update("writing " + o.trace, 3, 3);
     // The hash ringmaster-run records, so `ringmaster compare` can tell that a
