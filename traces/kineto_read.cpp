@@ -212,6 +212,7 @@ class Handler {
     return push(c);
   }
   Val* slot() {
+    if (stack_.empty()) return nullptr;  // a scalar as the whole text: refused as "no traceEvents" at the end
     Frame& f = stack_.back();
     if (f.key < 0) return nullptr;
     switch (f.ctx) {

@@ -71,6 +71,11 @@ std::vector<Edge> edges_of(const KinetoImport& k, EdgeKind kind) {
 
 Edge E(int64_t from, int64_t to, EdgeKind k) { return {from, to, k}; }
 
+// Found by fuzz_kineto: a JSON scalar as the whole text took the back of an empty stack.
+TEST(Kineto, AScalarAsTheWholeTraceIsRefused) {
+  for (const char* text : {"5", "\"x\"", "null", "true"}) EXPECT_THROW(parse_one(text), TraceError) << text;
+}
+
 TEST(Kineto, SmallTraceGivesExactEventsAndEdges) {
   // ops: 0 step, 1 aten::mm, 2 launch(c10), 3 memcpy call(c11), 4 launch(c12) on stream 9,
   // 5 cudaStreamSynchronize(c13), then GPU: 6 kernel s7, 7 memcpy s7, 8 kernel s9.
