@@ -343,6 +343,23 @@ ReplayPlan build_replay(const traces::KinetoImport& imp, const topology::Topolog
     c.group = b.add_group(ranks, imp.collectives.at(c.kernels.front()).process_group);
   }
 
+  // The op member `mi` (index into c.members) posts for call c, on Schedule rank r's stream gs.
+  auto member_op = [&](const Call& c, size_t mi, int r, int gs) {
+    Op op;
+    op.rank = r;
+    op.stream = gs;
+    op.bytes = c.bytes;
+    op.tag = c.tag;
+    if (c.mode == Call::Mode::collective) {
+      op.kind = c.kind;
+      op.group = c.group;
+      if (c.kind == OpKind::broadcast) op.peer = srank.at(c.members[static_cast<size_t>(c.root)]);
+    } else {
+      op.kind = static_cast<int>(mi) == c.root ? OpKind::send : OpKind::recv;
+      op.peer = srank.at(c.members[1 - mi]);
+    }
+    return op;
+  };
   auto add = [&](Op op, OpRole role, double fixed_s, int64_t ev, double rec_start, double rec_end) {
     const OpId id = b.add_op(std::move(op));
     plan.role.push_back(role);
@@ -475,21 +492,11 @@ ReplayPlan build_replay(const traces::KinetoImport& imp, const topology::Topolog
         if (auto w = c.wait_s.find(e->op); w != c.wait_s.end() && w->second > 0)
           attach(add(compute_op(r, gs, OpKind::elementwise), OpRole::nccl_wait, w->second, -1, e->start_s,
                      e->start_s + w->second));
-        Op op;
-        op.rank = r;
-        op.stream = gs;
-        op.bytes = c.bytes;
-        op.tag = c.tag;
-        if (c.mode == Call::Mode::collective) {
-          op.kind = c.kind;
-          op.group = c.group;
-          if (c.kind == OpKind::broadcast) op.peer = srank.at(c.members[static_cast<size_t>(c.root)]);
-        } else {
-          const int sender = c.members[static_cast<size_t>(c.root)], receiver = c.members[1 - static_cast<size_t>(c.root)];
-          op.kind = e->rank == sender ? OpKind::send : OpKind::recv;
-          op.peer = srank.at(e->rank == sender ? receiver : sender);
-        }
-        main = add(std::move(op), OpRole::collective, -1, e->op,
+        // p2p: the sender is members[root]; any other recorded kernel is the receiver's.
+        const auto it = std::find(c.members.begin(), c.members.end(), e->rank);
+        const size_t mi = it != c.members.end() ? static_cast<size_t>(it - c.members.begin())
+                                                : static_cast<size_t>(1 - c.root);
+        main = add(member_op(c, mi, r, gs), OpRole::collective, -1, e->op,
                    e->start_s + (c.wait_s.count(e->op) ? c.wait_s.at(e->op) : 0.0), e->end_s);
       } else {
         const bool nccl = ci != call_of.end();
@@ -517,21 +524,7 @@ ReplayPlan build_replay(const traces::KinetoImport& imp, const topology::Topolog
       if (present.count(m)) continue;
       const int r = srank.at(m);
       const int gs = new_stream(r, schedule::StreamKind::comm_intra, fmt::format("ghost call {}", c.tag));
-      Op op;
-      op.rank = r;
-      op.stream = gs;
-      op.bytes = c.bytes;
-      op.tag = c.tag;
-      if (c.mode == Call::Mode::collective) {
-        op.kind = c.kind;
-        op.group = c.group;
-        if (c.kind == OpKind::broadcast) op.peer = srank.at(c.members[static_cast<size_t>(c.root)]);
-      } else {
-        const bool sends = static_cast<int>(mi) == c.root;
-        op.kind = sends ? OpKind::send : OpKind::recv;
-        op.peer = srank.at(c.members[1 - mi]);
-      }
-      add(std::move(op), OpRole::ghost, -1, -1, -1, -1);
+      add(member_op(c, mi, r, gs), OpRole::ghost, -1, -1, -1, -1);
     }
   }
 
