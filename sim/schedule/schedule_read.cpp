@@ -1,6 +1,8 @@
 // Reading the Schedule file (see schedule_write.cpp and docs/schedule-format.md):
 // strict about structure, naming the file and JSON path of any fault; the
-// Schedule's meaning is checked afterwards by validate().
+// Schedule's meaning is checked afterwards by validate(). This is the reader
+// over nlohmann's DOM, the one that names faults; parse_schedule_text first
+// tries the one-pass reader (schedule_sax.hpp), which takes the same files.
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -10,6 +12,8 @@
 #include "sim/config/json_reader.hpp"
 #include "sim/schedule/schedule_error.hpp"
 #include "sim/schedule/schedule_file.hpp"
+#include "sim/schedule/schedule_read_parts.hpp"
+#include "sim/schedule/schedule_sax.hpp"
 #include "sim/schedule/validate.hpp"
 #include "traces/json_text.hpp"
 #include "traces/text_file.hpp"
@@ -20,6 +24,7 @@ namespace rm::schedule {
 namespace {
 
 using nlohmann::json;
+using namespace read_parts;
 
 // A JSON path made into text only when an error names it: reading a column
 // must not format one string per value (a 10^5-op template has 10^6 values).
@@ -59,10 +64,6 @@ auto integer_in(const JsonReader& r, int64_t min, int64_t max) {
   };
 }
 
-// An op's FLOPs: 1e24 is ~10^9 GPU-seconds at 1 PFLOP/s, far beyond any op
-// generated, and far below what turns a step time into nonsense (1e308).
-constexpr double kMaxOpFlops = 1e24;
-
 auto flops_in(const JsonReader& r) {
   return [&r](const json& v, const auto& key) {
     if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= kMaxOpFlops))
@@ -81,27 +82,6 @@ auto enum_in(const JsonReader& r, std::optional<E> (*parse)(std::string_view), s
   };
 }
 
-constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
-constexpr int64_t kMaxI64 = std::numeric_limits<int64_t>::max();
-// Bytes, blocks and tokens of one op or buffer, and a token set's extent:
-// 2^50 (1 PiB, 10^15 tokens) is far beyond any run, and sums of such values
-// (a transfer's buffers, a rank's bytes) stay far inside int64_t.
-constexpr int64_t kMaxSize = int64_t(1) << 50;
-
-// a * b, or -1 when it exceeds kMaxSize (a, b >= 0).
-int64_t product_within(int64_t a, int64_t b) {
-  int64_t p = 0;
-  if (__builtin_mul_overflow(a, b, &p) || p > kMaxSize) return -1;
-  return p;
-}
-
-// A template's ops with their ids, layer and phase not yet set; outside deps as -1.
-struct Template {
-  std::vector<Op> ops;
-  std::vector<double> flops;
-  std::vector<int64_t> blocks, tokens, bytes, tag, access, detail;
-};
-
 Template read_template(const JsonReader& r) {
   const auto n = static_cast<size_t>(r.integer("count", 1, kMaxInt));
   // deps holds one array per op, so a count the file does not back is refused
@@ -116,13 +96,13 @@ Template read_template(const JsonReader& r) {
   auto group = column<int64_t>(r, "group", n, integer_in(r, -1, kMaxInt));
   auto joined = column<int64_t>(r, "joined", n, integer_in(r, 0, 1));
   Template t;
-  t.flops = column<double>(r, "flops", n, flops_in(r));
-  t.blocks = column<int64_t>(r, "blocks", n, integer_in(r, 0, kMaxSize));
-  t.tokens = column<int64_t>(r, "tokens", n, integer_in(r, 0, kMaxSize));
-  t.bytes = column<int64_t>(r, "bytes", n, integer_in(r, 0, kMaxSize));
-  t.tag = column<int64_t>(r, "tag", n, integer_in(r, std::numeric_limits<int64_t>::min(), kMaxI64));
-  t.access = column<int64_t>(r, "access", n, integer_in(r, -1, kMaxInt));
-  t.detail = column<int64_t>(r, "detail", n, integer_in(r, -1, kMaxInt));
+  t.flops = whole(column<double>(r, "flops", n, flops_in(r)));
+  t.blocks = whole(column<int64_t>(r, "blocks", n, integer_in(r, 0, kMaxSize)));
+  t.tokens = whole(column<int64_t>(r, "tokens", n, integer_in(r, 0, kMaxSize)));
+  t.bytes = whole(column<int64_t>(r, "bytes", n, integer_in(r, 0, kMaxSize)));
+  t.tag = whole(column<int64_t>(r, "tag", n, integer_in(r, kMinI64, kMaxI64)));
+  t.access = whole(column<int64_t>(r, "access", n, integer_in(r, -1, kMaxInt)));
+  t.detail = whole(column<int64_t>(r, "detail", n, integer_in(r, -1, kMaxInt)));
   r.finish();
   t.ops.resize(n);
   for (size_t i = 0; i < n; ++i) {
@@ -143,85 +123,54 @@ Template read_template(const JsonReader& r) {
   return t;
 }
 
-// A segment's descriptor column: its own (`key`), the template's with some
-// entries replaced (`key_at`: [[op index, value], ...]), or the template's.
-std::vector<int64_t> descriptor_column(const JsonReader& r, const std::string& key, size_t n,
-                                       const std::vector<int64_t>& from_template) {
-  if (r.has(key)) return column<int64_t>(r, key, n, integer_in(r, -1, kMaxInt));
-  std::vector<int64_t> out = from_template;
-  const std::string at = key + "_at";
-  if (!r.has(at)) return out;
-  const json& v = r.value(at);
-  if (!v.is_array()) r.fail(at, "expected an array of [op index, value] pairs");
+// A segment's descriptor column: its own (`key`, into `own`), the template's
+// with some entries replaced (`key_at`: [[op index, value], ...], into `at`),
+// or the template's (both left empty).
+void descriptor_column(const JsonReader& r, const std::string& key, size_t n, Column<int64_t>& own,
+                       std::vector<std::pair<size_t, int64_t>>& at) {
+  if (r.has(key)) {
+    own = whole(column<int64_t>(r, key, n, integer_in(r, -1, kMaxInt)));
+    return;
+  }
+  const std::string at_key = key + "_at";
+  if (!r.has(at_key)) return;
+  const json& v = r.value(at_key);
+  if (!v.is_array()) r.fail(at_key, "expected an array of [op index, value] pairs");
   for (size_t k = 0; k < v.size(); ++k) {
-    auto where = fmt::format("{}[{}]", at, k);
+    auto where = fmt::format("{}[{}]", at_key, k);
     if (!v[k].is_array() || v[k].size() != 2) r.fail(where, "expected [op index, value]");
     const auto i = static_cast<size_t>(integer_in(r, 0, static_cast<int64_t>(n) - 1)(v[k][0], where));
-    out[i] = integer_in(r, -1, kMaxInt)(v[k][1], where);
+    at.emplace_back(i, integer_in(r, -1, kMaxInt)(v[k][1], where));
   }
-  return out;
 }
 
-// Expands one segment into s.ops, marking the ids it covers.
-void read_segment(const JsonReader& r, const std::vector<Template>& templates, Schedule& s,
-                  std::vector<bool>& covered) {
-  const auto& t = templates[static_cast<size_t>(r.integer("template", 0, static_cast<int64_t>(templates.size()) - 1))];
-  const size_t n = t.ops.size();
-  const auto first = static_cast<size_t>(r.integer("first", 0, kMaxI64));
-  const int layer = static_cast<int>(r.integer("layer", -1, kMaxInt));
-  const Phase phase = enum_in<Phase>(r, parse_phase, "phase")(r.value("phase"), "phase");
-  auto flops = r.has("flops") ? column<double>(r, "flops", n, flops_in(r)) : t.flops;
-  auto blocks = r.has("blocks") ? column<int64_t>(r, "blocks", n, integer_in(r, 0, kMaxSize)) : t.blocks;
-  auto tokens = r.has("tokens") ? column<int64_t>(r, "tokens", n, integer_in(r, 0, kMaxSize)) : t.tokens;
-  auto bytes = r.has("bytes") ? column<int64_t>(r, "bytes", n, integer_in(r, 0, kMaxSize)) : t.bytes;
-  auto tag = r.has("tag") ? column<int64_t>(r, "tag", n, integer_in(r, std::numeric_limits<int64_t>::min(), kMaxI64))
-                          : t.tag;
-  auto access = descriptor_column(r, "access", n, t.access);
-  auto detail = descriptor_column(r, "detail", n, t.detail);
-  std::vector<std::pair<size_t, OpId>> outside;
+// A segment's fields, checked as read; expand_segment (schedule_read_parts.hpp) does the rest.
+Segment read_segment(const JsonReader& r, const std::vector<Template>& templates) {
+  Segment g;
+  g.tmpl = static_cast<size_t>(r.integer("template", 0, static_cast<int64_t>(templates.size()) - 1));
+  const size_t n = templates[g.tmpl].ops.size();
+  g.first = static_cast<size_t>(r.integer("first", 0, kMaxI64));
+  g.layer = static_cast<int>(r.integer("layer", -1, kMaxInt));
+  g.phase = enum_in<Phase>(r, parse_phase, "phase")(r.value("phase"), "phase");
+  if (r.has("flops")) g.flops = whole(column<double>(r, "flops", n, flops_in(r)));
+  if (r.has("blocks")) g.blocks = whole(column<int64_t>(r, "blocks", n, integer_in(r, 0, kMaxSize)));
+  if (r.has("tokens")) g.tokens = whole(column<int64_t>(r, "tokens", n, integer_in(r, 0, kMaxSize)));
+  if (r.has("bytes")) g.bytes = whole(column<int64_t>(r, "bytes", n, integer_in(r, 0, kMaxSize)));
+  if (r.has("tag")) g.tag = whole(column<int64_t>(r, "tag", n, integer_in(r, kMinI64, kMaxI64)));
+  descriptor_column(r, "access", n, g.access, g.access_at);
+  descriptor_column(r, "detail", n, g.detail, g.detail_at);
   if (r.has("outside_deps")) {
     const json& o = r.value("outside_deps");
     if (!o.is_array()) r.fail("outside_deps", "expected an array of [op index, dependency id] pairs");
     for (size_t k = 0; k < o.size(); ++k) {
       auto key = fmt::format("outside_deps[{}]", k);
       if (!o[k].is_array() || o[k].size() != 2) r.fail(key, "expected [op index, dependency id]");
-      outside.emplace_back(static_cast<size_t>(integer_in(r, 0, static_cast<int64_t>(n) - 1)(o[k][0], key)),
-                           integer_in(r, std::numeric_limits<int64_t>::min(), kMaxI64)(o[k][1], key));
+      g.outside.emplace_back(static_cast<size_t>(integer_in(r, 0, static_cast<int64_t>(n) - 1)(o[k][0], key)),
+                             integer_in(r, kMinI64, kMaxI64)(o[k][1], key));
     }
   }
   r.finish();
-  if (first > s.ops.size() || n > s.ops.size() - first)
-    r.fail("first", fmt::format("ops {}..{} lie beyond op_count {}", first, first + n - 1, s.ops.size()));
-  size_t next_outside = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const auto id = static_cast<OpId>(first + i);
-    if (covered[first + i])
-      r.fail("first", fmt::format("op {}: duplicate id (this segment overlaps an earlier one)", id));
-    covered[first + i] = true;
-    Op op = t.ops[i];
-    op.id = id;
-    op.layer = layer;
-    op.phase = phase;
-    op.flops = flops[i];
-    op.blocks = blocks[i];
-    op.tokens = tokens[i];
-    op.bytes = bytes[i];
-    op.tag = tag[i];
-    op.access = static_cast<int32_t>(access[i]);
-    op.detail = static_cast<int32_t>(detail[i]);
-    for (OpId& d : op.deps) {
-      if (d >= 0) {
-        d += static_cast<OpId>(first);
-      } else {
-        if (next_outside == outside.size() || outside[next_outside].first != i)
-          r.fail("outside_deps", fmt::format("op {}: its outside dependencies are missing or out of order", id));
-        d = outside[next_outside++].second;
-      }
-    }
-    s.ops[first + i] = std::move(op);
-  }
-  if (next_outside != outside.size())
-    r.fail("outside_deps", fmt::format("entry {} matches no outside dependency of the template", next_outside));
+  return g;
 }
 
 // A table stored as one array per field, each of `count` values (no shorthand).
@@ -246,8 +195,8 @@ std::vector<Buffer> read_buffers(const JsonReader& r) {
     int64_t elements = 1;
     for (size_t k = 0; k < v.size(); ++k) {
       dims.push_back(integer_in(r, 1, kMaxSize)(v[k], fmt::format("{}[{}]", key_text(key), k)));
-      elements = product_within(elements, dims.back());
-      if (elements < 0 || product_within(elements, 4) < 0)  // 4: the widest dtype
+      elements = elements_within(elements, dims.back());
+      if (elements < 0)
         r.fail(key_text(key), fmt::format("a buffer of more than 2^50 bytes: {}", v.dump()));
     }
     return dims;
@@ -307,11 +256,7 @@ std::vector<TokenSet> read_token_sets(const JsonReader& r) {
       if (!set[k].is_array() || set[k].size() != 4) r.fail(rk, "expected [begin, len, stride, count]");
       auto get = [&](size_t c, int64_t min) { return integer_in(r, min, kMaxSize)(set[k][c], fmt::format("{}[{}]", rk, c)); };
       const TokenRun run{get(0, 0), get(1, 1), get(2, 0), get(3, 1)};
-      // Its extent (begin + (count - 1) * stride + len) and size (len * count), and the set's size, within 2^50.
-      const int64_t span = product_within(run.count - 1, run.stride), size = product_within(run.len, run.count);
-      total += size;
-      if (span < 0 || size < 0 || run.begin + span + run.len > kMaxSize || total > kMaxSize)
-        r.fail(rk, "the run reaches beyond token 2^50 (or the set holds more than 2^50 tokens)");
+      if (!run_within(run, total)) r.fail(rk, kRunBeyond);
       t.runs.push_back(run);
     }
     out.push_back(std::move(t));
@@ -340,11 +285,9 @@ std::vector<Access> read_accesses(const JsonReader& r) {
   return out;
 }
 
-// Checks, from the segments' (first, template) alone, that they cover ids
-// 0..op_count-1 once each: run before s.ops is allocated, so an op_count the
-// segments do not back (3e7 in a 7 KB file) is refused without allocating for
-// it. Each segment's fields are checked as read_segment checks them; segments
-// beyond op_count are left to read_segment, which names them.
+// check_coverage (schedule_read_parts.hpp) on the segments' (first, template),
+// each checked as read_segment checks it; segments beyond op_count are left
+// to expand_segment, which names them.
 void check_coverage(const JsonReader& r, const std::vector<Template>& templates, size_t op_count) {
   std::vector<std::pair<size_t, size_t>> runs;  // [first, first + count)
   for (const JsonReader& sr : r.objects("segments")) {
@@ -352,15 +295,7 @@ void check_coverage(const JsonReader& r, const std::vector<Template>& templates,
     const auto first = static_cast<size_t>(sr.integer("first", 0, kMaxI64));
     if (first < op_count) runs.emplace_back(first, first + std::min(t.ops.size(), op_count - first));
   }
-  std::sort(runs.begin(), runs.end());
-  size_t next = 0;
-  for (const auto& [b, e] : runs) {
-    if (b < next) r.fail("segments", fmt::format("op {}: duplicate id (two segments cover it)", b));
-    if (b > next) break;
-    next = e;
-  }
-  if (next < op_count)
-    r.fail("segments", fmt::format("op {}: missing (no segment covers it; op_count is {})", next, op_count));
+  read_parts::check_coverage(std::move(runs), op_count, [&r](std::string_view key, const std::string& what) { r.fail(key, what); });
 }
 
 }  // namespace
@@ -406,7 +341,10 @@ Schedule from_schedule_json(const json& j, const std::string& name, const OpCoun
   if (before_allocating) before_allocating(static_cast<int64_t>(op_count), static_cast<int64_t>(s.ranks.size()));
   s.ops.resize(op_count);
   std::vector<bool> covered(s.ops.size(), false);
-  for (const JsonReader& sr : r.objects("segments")) read_segment(sr, templates, s, covered);
+  for (const JsonReader& sr : r.objects("segments")) {
+    const Segment g = read_segment(sr, templates);
+    expand_segment(templates[g.tmpl], g, s, covered, [&sr](std::string_view key, const std::string& what) { sr.fail(key, what); });
+  }
   r.finish();
   for (size_t i = 0; i < covered.size(); ++i)
     if (!covered[i]) r.fail("segments", fmt::format("op {}: missing (no segment covers it; op_count is {})", i, covered.size()));
@@ -432,6 +370,13 @@ bool ends_early(std::string_view text) {
 }  // namespace
 
 Schedule parse_schedule_text(std::string_view text, const std::string& name, const OpCountCheck& before_allocating) {
+  // The one-pass reader takes the files it can read in full; any other text
+  // (a fault, or a form it does not take) is read again here, through the
+  // DOM, which names the fault as it always has.
+  if (std::optional<Schedule> fast = read_schedule_one_pass(text, before_allocating)) {
+    validate(*fast, name);
+    return std::move(*fast);
+  }
   json j;
   try {
     j = traces::parse_json_checked(text, name);  // depth, repeated keys, 1e999, UTF-8: traces/json_text.hpp
