@@ -125,7 +125,7 @@ Template read_template(const JsonReader& r) {
 
 // A segment's descriptor column: its own (`key`, into `own`), the template's
 // with some entries replaced (`key_at`: [[op index, value], ...], into `at`),
-// or the template's (both left empty).
+// or the template's (neither set).
 void descriptor_column(const JsonReader& r, const std::string& key, size_t n, Column<int64_t>& own,
                        std::vector<std::pair<size_t, int64_t>>& at) {
   if (r.has(key)) {

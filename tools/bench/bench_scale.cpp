@@ -6,13 +6,14 @@
 // read from a Schedule file. The machine is shared: compare rows of one run.
 //   build/bin/bench_scale [--quick] [--full] [--ring-only] [--write-ring PATH] [--bin PATH/ringmaster]
 // --quick skips the runs that take minutes; --full adds the SimGrid 4,096-GPU step;
-// --ring-only prints only the ring-file row; --write-ring writes its file and exits.
+// --ring-only prints only the ring-file rows; --write-ring writes its file and exits.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -30,8 +31,12 @@
 #include "sim/engine/analytic.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/schedule/schedule_file.hpp"
+#include "sim/schedule/schedule_sax.hpp"
+#include "sim/schedule/validate.hpp"
 #include "sim/topology/topology.hpp"
 #include "tests/support/synthetic_schedules.hpp"
+#include "traces/json_text.hpp"
+#include "traces/text_file.hpp"
 
 namespace {
 
@@ -204,6 +209,44 @@ void ring_file_row(const std::string& bin) {
        ok && r.cpu_s < 0.1});
 }
 
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+// The default step's Schedule file (`ringmaster schedule -o`) read in this
+// process, CPU time of each part: the one-pass reader parse_schedule_text
+// takes, against the DOM reader it falls back to (both before validate()).
+void schedule_read_row(const std::string& bin) {
+  using namespace rm;
+  const std::string path = (std::filesystem::temp_directory_path() / fmt::format("bench_scale_default_{}.json.gz", getpid())).string();
+  const ChildRun w = run_child(bin, {"schedule", "-o", path}, 300);
+  if (!w.ok) {
+    add({"default step's Schedule file, read", "", "", w.status + ": " + w.err_line, false, false});
+    return;
+  }
+  double t0 = cpu_seconds();
+  const std::string text = traces::read_text_file(path);
+  const double gunzip = cpu_seconds() - t0;
+  std::filesystem::remove(path);
+  t0 = cpu_seconds();
+  const auto one = schedule::read_schedule_one_pass(text);
+  const double one_pass = cpu_seconds() - t0;
+  t0 = cpu_seconds();
+  const auto dom = schedule::from_schedule_json(traces::parse_json_checked(text, path), path);
+  const double dom_s = cpu_seconds() - t0;
+  t0 = cpu_seconds();
+  schedule::validate(dom, path);
+  const double validate_s = cpu_seconds() - t0;
+  const bool same = one && *one == dom;
+  add({fmt::format("  (default step's Schedule file read: {} ops, {:.1f} MB of JSON)", dom.ops.size(), double(text.size()) / 1e6),
+       "", fmt::format("{:.3f} s CPU", one_pass),
+       fmt::format("one-pass; DOM {:.3f} s, gunzip {:.3f} s, validate {:.3f} s; {}", dom_s, gunzip, validate_s,
+                   same ? "same Schedule" : "DIFFERENT SCHEDULES"),
+       same, false});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -225,6 +268,7 @@ int main(int argc, char** argv) {
   std::printf("%-66s %-14s %-18s %-6s %s\n", "case", "target", "figure", "", "detail");
   if (ring_only) {
     ring_file_row(bin);
+    schedule_read_row(bin);
     return 0;
   }
   simulate_case(bin, "default step, analytic (ringmaster simulate)", {}, 1.0, 120);
@@ -251,6 +295,7 @@ int main(int argc, char** argv) {
   }
   engine_rows();
   ring_file_row(bin);
+  schedule_read_row(bin);
   int targets = 0, met = 0;
   for (const auto& r : rows) targets += r.is_target, met += r.is_target && r.met;
   std::printf("%d of %d targets met\n", met, targets);
