@@ -380,8 +380,7 @@ Template read_template(Text& t) {
   size_t n = 0;
   Column<int64_t> rank, stream, step, peer, group, joined;
   Column<OpKind> kind;
-  std::vector<std::vector<OpId>> deps;
-  Template tm;
+  Template tm;  // its ops are added as the deps array backs them
   Seen<16> seen{{"count", "rank",  "stream", "kind",   "step", "peer", "group",  "joined",
             "deps",  "flops", "blocks", "tokens", "bytes", "tag", "access", "detail"}};
   t.object([&](std::string_view key) {
@@ -398,13 +397,12 @@ Template read_template(Text& t) {
       case 6: group = ints(-1, kMaxInt); break;
       case 7: joined = ints(0, 1); break;
       case 8:
-        deps.reserve(n);
         t.array([&] {
-          if (deps.size() == n) not_taken();
-          deps.emplace_back();
-          t.array([&] { deps.back().push_back(t.integer(-1, static_cast<int64_t>(n) - 1)); });
+          if (tm.ops.size() == n) not_taken();
+          std::vector<OpId>& deps = tm.ops.emplace_back().deps;
+          t.array([&] { deps.push_back(t.integer(-1, static_cast<int64_t>(n) - 1)); });
         });
-        if (deps.size() != n) not_taken();
+        if (tm.ops.size() != n) not_taken();
         break;
       case 9: tm.flops = column<double>(t, n, [&] { return t.flops(); }); break;
       case 10: tm.blocks = ints(0, kMaxSize); break;
@@ -416,7 +414,6 @@ Template read_template(Text& t) {
     }
   });
   if (!seen.all()) not_taken();
-  tm.ops.resize(n);  // n is backed by the deps array
   for (size_t i = 0; i < n; ++i) {
     Op& op = tm.ops[i];
     op.rank = static_cast<int>(rank[i]);
@@ -426,7 +423,6 @@ Template read_template(Text& t) {
     op.peer = static_cast<int>(peer[i]);
     op.group = static_cast<int>(group[i]);
     op.joined = joined[i] != 0;
-    op.deps = std::move(deps[i]);
   }
   return tm;
 }
