@@ -141,22 +141,16 @@ void diagonals(std::span<const float> qk, int64_t n, std::span<const int32_t> kp
   }
 }
 
-std::vector<int32_t> select_verticals(const std::vector<std::span<const float>>& cols,
-                                      const std::vector<std::span<const int32_t>>& kpos, const Selection& sel, int head) {
-  const int64_t S = sel.seq_len;
-  std::vector<double> score(size_t(S), -std::numeric_limits<double>::infinity());
+std::vector<double> vertical_scores(const std::vector<std::span<const float>>& cols,
+                                    const std::vector<std::span<const int32_t>>& kpos, const Selection& sel) {
+  std::vector<double> score(size_t(sel.seq_len), -std::numeric_limits<double>::infinity());
   for (size_t c = 0; c < cols.size(); ++c)
     for (size_t j = 0; j < kpos[c].size(); ++j) score[size_t(kpos[c][j])] = cols[c][j];
-  const auto picks = top(score, sel.v_slots);
-  const int64_t n = keep(score, picks, sel, sel.top_p ? 0 : sel.v_budget.at(size_t(head)));
-  std::vector<int32_t> out(picks.begin(), picks.begin() + n);
-  std::sort(out.begin(), out.end());
-  out.resize(size_t(sel.v_slots), int32_t(S));
-  return out;
+  return score;
 }
 
-std::vector<int32_t> select_slashes(const std::vector<std::span<const float>>& diags, const std::vector<int64_t>& dmin,
-                                    const Selection& sel, int head) {
+std::vector<double> slash_scores(const std::vector<std::span<const float>>& diags, const std::vector<int64_t>& dmin,
+                                 const Selection& sel) {
   const int64_t S = sel.seq_len;
   std::vector<double> score(size_t(S), 0.0);
   std::vector<char> inf(size_t(S), 0), seen(size_t(S), 0);
@@ -175,12 +169,35 @@ std::vector<int32_t> select_slashes(const std::vector<std::span<const float>>& d
     if (inf[size_t(d)]) score[size_t(d)] = std::numeric_limits<double>::infinity();
     else if (!seen[size_t(d)] && !sel.top_p) score[size_t(d)] = -std::numeric_limits<double>::infinity();
   }
+  return score;
+}
+
+std::vector<int32_t> pick_verticals(std::span<const double> score, const Selection& sel, int head) {
+  const auto picks = top(score, sel.v_slots);
+  const int64_t n = keep(score, picks, sel, sel.top_p ? 0 : sel.v_budget.at(size_t(head)));
+  std::vector<int32_t> out(picks.begin(), picks.begin() + n);
+  std::sort(out.begin(), out.end());
+  out.resize(size_t(sel.v_slots), int32_t(sel.seq_len));
+  return out;
+}
+
+std::vector<int32_t> pick_slashes(std::span<const double> score, const Selection& sel, int head) {
   const auto picks = top(score, sel.s_slots);
   const int64_t n = keep(score, picks, sel, sel.top_p ? 0 : sel.s_budget.at(size_t(head)));
   std::vector<int32_t> out(picks.begin(), picks.begin() + n);
   std::sort(out.begin(), out.end(), std::greater<>());
   out.resize(size_t(sel.s_slots), -1);
   return out;
+}
+
+std::vector<int32_t> select_verticals(const std::vector<std::span<const float>>& cols,
+                                      const std::vector<std::span<const int32_t>>& kpos, const Selection& sel, int head) {
+  return pick_verticals(vertical_scores(cols, kpos, sel), sel, head);
+}
+
+std::vector<int32_t> select_slashes(const std::vector<std::span<const float>>& diags, const std::vector<int64_t>& dmin,
+                                    const Selection& sel, int head) {
+  return pick_slashes(slash_scores(diags, dmin, sel), sel, head);
 }
 
 kernels::VerticalSlash to_vertical_slash(std::span<const int32_t> v, std::span<const int32_t> s, int64_t S) {
