@@ -145,6 +145,7 @@ void CpuCompute::use_index(IndexBuilding* x) {
           mine.vertical_slash.push_back(built[b].vertical_slash.at(size_t(h - head_begin)));
         plans[b] = make_tile_plan(op, mine);
       }
+      if (replanned_) replanned_(id);
     }
   });
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <utility>
@@ -50,6 +51,9 @@ class CpuCompute {
   // their tile plans when it is (before prepare()).
   void use_index(IndexBuilding* x);
   IndexBuilding* index() const { return index_; }
+  // Called with each attention op whose plans a conversion op has just rebuilt (the
+  // cuda backend uploads them then).
+  void on_replanned(std::function<void(schedule::OpId)> f) { replanned_ = std::move(f); }
   // The tile plan of attention op `op` for batch element `b` (after prepare; one
   // plan for every b unless the index is built, per batch element); the cuda
   // backend uploads it.
@@ -70,6 +74,7 @@ class CpuCompute {
   std::map<std::pair<int, int>, kernels::TilePlan> plans_;  // (detail, layer or -1) -> plan
   const DenseLayer* dense_ = nullptr;
   IndexBuilding* index_ = nullptr;
+  std::function<void(schedule::OpId)> replanned_;
   // Attention ops with a built index: their plans per batch element, made when
   // the conversion op builds the index (the map and the vectors are sized in
   // prepare(), so they never change shape while workers read them), and which

@@ -356,6 +356,7 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
         return all;
       };
       runner.dense_outputs = [] { return std::string(); };
+      runner.built_index = [&g, &p] { return p.check && p.check->built ? g.built_index(p.check->layer_index) : std::string(); };
       runner.source = traces::Source::runtime_cuda;
     }
 #endif
