@@ -5,7 +5,7 @@
 // exactly the declared sizes, and --check rebuilds the same index in one
 // process by running the same stages for every rank (reference_index).
 //   scores     the last 64 queries against the local keys, scaled logits (bf16),
-//              -inf where the key follows the query
+//              -inf where the key follows the query (Q K^T by OpenBLAS dgemm)
 //   top-p only row maxima -> all-gather -> global max; exp(scores - max) (bf16)
 //              and row sums -> all-gather -> global sum
 //   columns    per key: the sum over the 64 rows (top-p: of probabilities

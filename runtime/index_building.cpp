@@ -253,8 +253,10 @@ void IndexBuilding::run(OpId id) {
         const auto at = std::find(kl.heads.begin(), kl.heads.end(), kvh);
         if (at == kl.heads.end()) fail(s_, id, fmt::format("its K|V holds no KV head {}", kvh));
         const int64_t lh = at - kl.heads.begin();
-        for (int64_t j = 0; j < N; ++j)
-          for (int64_t d = 0; d < D; ++d) k[size_t(j * D + d)] = kernels::from_bf16(kv[kl.row(0, b, lh, j, B) * D + d]);
+        for (int64_t j = 0; j < N; ++j) {
+          const bf16_bits* row = kv + kl.row(0, b, lh, j, B) * D;
+          for (int64_t d = 0; d < D; ++d) k[size_t(j * D + d)] = kernels::from_bf16(row[d]);
+        }
         alg::scores(std::span<const float>(q).subspan(size_t(g * kQ * D), size_t(kQ * D)), k, pass.kpos, S, int(D),
                     std::span<float>(qk).subspan(size_t(g * kQ * N), size_t(kQ * N)));
       }
