@@ -63,12 +63,12 @@ CheckReport check_attention(const CheckProblem& p, const std::vector<OutputSlice
 // The same against a given reference (the attention inside a layer).
 CheckReport check_attention_against(const CheckProblem& p, const std::vector<OutputSlice>& slices,
                                     const ReferenceResult& ref, double bound);
+// The reference layer's problem for p (its sizes, seed, layer and index).
+LayerProblem layer_problem(const CheckProblem& p);
 // The layer scope: the attention's tensors as above, plus the layer output y,
 // its input gradient dx (each token row from exactly one rank) and the GEMM
 // weight gradients (summed over the ranks: no reduction in the Schedule),
 // against reference_layer.hpp on the same seed.
-// The reference layer's problem for p (its sizes, seed, layer and index).
-LayerProblem layer_problem(const CheckProblem& p);
 CheckReport check_layer(const CheckProblem& p, const std::vector<OutputSlice>& slices,
                         const std::vector<DenseOutputs>& dense, double bound);
 

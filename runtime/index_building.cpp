@@ -10,7 +10,6 @@
 
 #include "kernels/bf16.hpp"
 #include "runtime/pattern_index.hpp"
-#include "runtime/seed.hpp"
 #include "sim/schedule/schedule_error.hpp"
 #include "sim/sparsity/sparsity_model.hpp"
 

@@ -1,12 +1,14 @@
-// The Schedule's index_build ops on the cpu backend: MTraining's online
+// The Schedule's index_build ops on the host store (the cpu backend; the cuda
+// backend's round trip): MTraining's online
 // sparse-index building (sim/generate/index_building.cpp emits it; the
 // arithmetic is index_algorithm.hpp), with its data in the declared buffers
 // and moved by the Schedule's own broadcasts, all-gathers and gathers. Each
 // op's stage is read off the buffers it writes (docs/runtime.md, "Index
-// building"); the conversion op turns the broadcast picks into a
-// kernels::SparseIndex per (index buffer, copy), from which the attention ops
-// that read it get their tile plans. reference_index() runs the same stages
-// for every rank in one process, for --check.
+// building"), on (batch element, head) rows; the conversion op turns the
+// broadcast picks into a kernels::SparseIndex per batch element and (index
+// buffer, copy), from which the attention ops that read it get their tile
+// plans. index_reference.hpp runs the same stages for every rank in one
+// process, for --check.
 #pragma once
 
 #include <cstdint>
@@ -46,8 +48,8 @@ struct IndexPlan {
 
 // Throws ScheduleError naming the op for index building the runtime cannot
 // run: keys that are not one contiguous run (parallel.shuffle = once, or a
-// zigzag / stripe ring without the per-call shuffle), batch > 1, an op whose
-// buffers match no stage.
+// zigzag / stripe ring without the per-call shuffle), an op whose buffers
+// match no stage.
 IndexPlan plan_index_building(const schedule::Schedule& s, const Experiment& e, const Layouts& l,
                               const schedule::CommMatching& m);
 
@@ -61,7 +63,8 @@ class IndexBuilding {
   // Executes index_build op `op` of this rank.
   void run(schedule::OpId op);
   // The root's payload of the broadcast of the last queries (writes_last_queries):
-  // [batch][head][64][head_dim] bf16 rows of positions S-64 .. S-1.
+  // [batch][head][64][head_dim] bf16 rows of positions S-64 .. S-1 (the generator
+  // declares [batch][64][head][head_dim]: the same bytes, in the runtime's order).
   std::vector<std::byte> last_queries(schedule::OpId broadcast);
   // Called by the conversion op with (index buffer, copy, first global head, and per batch
   // element the index of its pass's heads from that one on).
