@@ -63,6 +63,7 @@ CheckReport check_attention(const CheckProblem& p, const std::vector<OutputSlice
   rp.heads = p.heads, rp.kv_heads = p.kv_heads, rp.head_dim = p.head_dim;
   rp.causal = p.causal, rp.seed = p.seed, rp.backward = p.backward;
   rp.index = p.index;
+  rp.per_batch = p.per_batch;
   return check_attention_against(p, slices, reference_attention(rp), bound);
 }
 
@@ -104,12 +105,17 @@ CheckReport check_attention_against(const CheckProblem& p, const std::vector<Out
   return r;
 }
 
-CheckReport check_layer(const CheckProblem& p, const std::vector<OutputSlice>& slices,
-                        const std::vector<DenseOutputs>& dense, double bound) {
+LayerProblem layer_problem(const CheckProblem& p) {
   LayerProblem lp;
   lp.batch = p.batch, lp.seq_len = int32_t(p.seq_len), lp.hidden = p.hidden, lp.intermediate = p.intermediate;
   lp.heads = p.heads, lp.kv_heads = p.kv_heads, lp.head_dim = p.head_dim;
   lp.causal = p.causal, lp.backward = p.backward, lp.seed = p.seed, lp.layer = p.layer_index, lp.index = p.index;
+  return lp;
+}
+
+CheckReport check_layer(const CheckProblem& p, const std::vector<OutputSlice>& slices,
+                        const std::vector<DenseOutputs>& dense, double bound) {
+  const LayerProblem lp = layer_problem(p);
   const LayerResult ref = reference_layer(lp, seeded_layer_inputs(lp));
   CheckReport r = check_attention_against(p, slices, ref.attention, bound);
   // Dense rows: rank row b x T + t is global row b x S + tokens[t].

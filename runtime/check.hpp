@@ -13,6 +13,7 @@
 #include "runtime/dense_layer.hpp"
 #include "runtime/inputs.hpp"
 #include "runtime/reference.hpp"
+#include "runtime/reference_layer.hpp"
 #include "sim/config/experiment.hpp"
 
 namespace rm::runtime {
@@ -28,6 +29,7 @@ struct TensorCheck {
   int64_t elements = 0;
   double max_abs_error = 0, max_ref = 0, max_rel_error = 0;
   double bound = 0;  // what this tensor may reach
+  std::string note{};  // what the line adds (the index: its near-ties), "" when nothing
   bool passed() const { return max_rel_error <= bound; }
 };
 
@@ -43,6 +45,9 @@ struct CheckProblem {
   bool causal = true, backward = true;
   uint64_t seed = 1;
   kernels::SparseIndex index;  // dense, or per global query head
+  // A built index: the run's own picks per batch element (the reference attention runs
+  // on the mask the run ran; index_reference.hpp checks the picks themselves).
+  std::vector<kernels::SparseIndex> per_batch;
   bool built = false;          // the index was built at run time (index_build ops): it is checked too
   // Attention scopes: LSE, and dV when every dK|dV buffer is fp32, are held to kFp32PathBound.
   bool tight_lse = false, tight_dv = false;
@@ -58,6 +63,8 @@ CheckReport check_attention(const CheckProblem& p, const std::vector<OutputSlice
 // The same against a given reference (the attention inside a layer).
 CheckReport check_attention_against(const CheckProblem& p, const std::vector<OutputSlice>& slices,
                                     const ReferenceResult& ref, double bound);
+// The reference layer's problem for p (its sizes, seed, layer and index).
+LayerProblem layer_problem(const CheckProblem& p);
 // The layer scope: the attention's tensors as above, plus the layer output y,
 // its input gradient dx (each token row from exactly one rank) and the GEMM
 // weight gradients (summed over the ranks: no reduction in the Schedule),

@@ -87,7 +87,7 @@ void CpuCompute::prepare() {
       for (int b : s_.access_of(op)->reads)
         if (s_.buffers[size_t(b)].role == BufferRole::index && s_.buffers[size_t(b)].name.rfind("index.bars", 0) != 0) fed = b;
       if (fed < 0) throw schedule::ScheduleError(schedule::describe(s_, op.id) + ": its index is built but it reads no index buffer");
-      built_plans_.emplace(op.id, kernels::TilePlan{});
+      built_plans_.emplace(op.id, std::vector<kernels::TilePlan>(size_t(e_.workload.batch)));
       fed_by_[{fed, in_.copy(op.id, fed)}].push_back(op.id);
       continue;
     }
@@ -131,24 +131,28 @@ kernels::TilePlan CpuCompute::make_tile_plan(const schedule::Op& op, const kerne
 
 void CpuCompute::use_index(IndexBuilding* x) {
   index_ = x;
-  x->on_built([this](int buffer, int copy, int head_begin, const kernels::SparseIndex& built) {
+  x->on_built([this](int buffer, int copy, int head_begin, const std::vector<kernels::SparseIndex>& built) {
     auto it = fed_by_.find({buffer, copy});
     if (it == fed_by_.end()) return;
     for (schedule::OpId id : it->second) {
       const schedule::Op& op = s_.ops[size_t(id)];
       const schedule::Attention* a = s_.attention_of(op);
-      kernels::SparseIndex mine;
-      mine.mode = built.mode;
-      for (int h = a->head_begin; h < a->head_begin + a->heads; ++h)
-        mine.vertical_slash.push_back(built.vertical_slash.at(size_t(h - head_begin)));
-      built_plans_.at(id) = make_tile_plan(op, mine);
+      std::vector<kernels::TilePlan>& plans = built_plans_.at(id);
+      for (size_t b = 0; b < plans.size(); ++b) {
+        kernels::SparseIndex mine;
+        mine.mode = built.at(b).mode;
+        for (int h = a->head_begin; h < a->head_begin + a->heads; ++h)
+          mine.vertical_slash.push_back(built[b].vertical_slash.at(size_t(h - head_begin)));
+        plans[b] = make_tile_plan(op, mine);
+      }
+      if (replanned_) replanned_(id);
     }
   });
 }
 
-const kernels::TilePlan& CpuCompute::plan_of(const schedule::Op& op) const {
+const kernels::TilePlan& CpuCompute::plan_of(const schedule::Op& op, int64_t b) const {
   const schedule::Attention* a = s_.attention_of(op);
-  if (a->index == schedule::IndexSource::built) return built_plans_.at(op.id);
+  if (a->index == schedule::IndexSource::built) return built_plans_.at(op.id).at(size_t(b));
   const int layer = a->index == schedule::IndexSource::pattern ? op.layer : -1;
   return plans_.at({op.detail, layer});
 }
@@ -173,9 +177,9 @@ void CpuCompute::run(schedule::OpId id) {
 void CpuCompute::attention(const schedule::Op& op, bool backward) {
   const schedule::Attention& a = *s_.attention_of(op);
   const schedule::Access& acc = *s_.access_of(op);
-  const kernels::TilePlan& plan = plan_of(op);
   const int64_t B = e_.workload.batch, D = e_.model.head_dim;
-  const int64_t Tq = plan.shape.rows_q, Tk = plan.shape.rows_k, H = a.heads, KVH = a.kv_heads;
+  const kernels::TilePlan& plan0 = plan_of(op);  // the shape; batch b runs plan_of(op, b)
+  const int64_t Tq = plan0.shape.rows_q, Tk = plan0.shape.rows_k, H = a.heads, KVH = a.kv_heads;
   const int qb = find(s_, acc.reads, {BufferRole::q}), kvb = find(s_, acc.reads, {BufferRole::kv, BufferRole::kv_slot});
   auto q = store_.as<const bf16_bits>(qb, in_.copy(op.id, qb));
   auto kv = store_.as<const bf16_bits>(kvb, in_.copy(op.id, kvb));
@@ -196,7 +200,7 @@ void CpuCompute::attention(const schedule::Op& op, bool backward) {
         }
         continue;
       }
-      const auto p = kernels::make_forward_params(plan, kernels::tensor(q.subspan(size_t(b * qn), size_t(qn))),
+      const auto p = kernels::make_forward_params(plan_of(op, b), kernels::tensor(q.subspan(size_t(b * qn), size_t(qn))),
                                                   kernels::tensor(kv.subspan(size_t(b * kn), size_t(kn))),
                                                   kernels::tensor(kv.subspan(size_t((B + b) * kn), size_t(kn))), out, lse);
       kernels::cpu::attention_forward(p);
@@ -230,7 +234,7 @@ void CpuCompute::attention(const schedule::Op& op, bool backward) {
     } else {
       widen(o.subspan(size_t(b * qn), size_t(qn)), out);
       const auto p = kernels::make_backward_params(
-          plan, kernels::tensor(q.subspan(size_t(b * qn), size_t(qn))), kernels::tensor(kv.subspan(size_t(b * kn), size_t(kn))),
+          plan_of(op, b), kernels::tensor(q.subspan(size_t(b * qn), size_t(qn))), kernels::tensor(kv.subspan(size_t(b * kn), size_t(kn))),
           kernels::tensor(kv.subspan(size_t((B + b) * kn), size_t(kn))), kernels::tensor(dout.subspan(size_t(b * qn), size_t(qn))),
           out, l.subspan(size_t(b * H * Tq), size_t(H * Tq)), dq32, dk32, dv32, false);
       kernels::cpu::attention_backward(p);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <utility>
@@ -50,8 +51,13 @@ class CpuCompute {
   // their tile plans when it is (before prepare()).
   void use_index(IndexBuilding* x);
   IndexBuilding* index() const { return index_; }
-  // The tile plan of attention op `op` (after prepare); the cuda backend uploads it.
-  const kernels::TilePlan& plan_of(const schedule::Op& op) const;
+  // Called with each attention op whose plans a conversion op has just rebuilt (the
+  // cuda backend uploads them then).
+  void on_replanned(std::function<void(schedule::OpId)> f) { replanned_ = std::move(f); }
+  // The tile plan of attention op `op` for batch element `b` (after prepare; one
+  // plan for every b unless the index is built, per batch element); the cuda
+  // backend uploads it.
+  const kernels::TilePlan& plan_of(const schedule::Op& op, int64_t b = 0) const;
 
  private:
   void attention(const schedule::Op& op, bool backward);
@@ -68,10 +74,12 @@ class CpuCompute {
   std::map<std::pair<int, int>, kernels::TilePlan> plans_;  // (detail, layer or -1) -> plan
   const DenseLayer* dense_ = nullptr;
   IndexBuilding* index_ = nullptr;
-  // Attention ops with a built index: their plan, made when the conversion op
-  // builds the index (the map is filled in prepare(), so it never changes shape
-  // while workers read it), and which ops each (index buffer, copy) feeds.
-  std::map<schedule::OpId, kernels::TilePlan> built_plans_;
+  std::function<void(schedule::OpId)> replanned_;
+  // Attention ops with a built index: their plans per batch element, made when
+  // the conversion op builds the index (the map and the vectors are sized in
+  // prepare(), so they never change shape while workers read them), and which
+  // ops each (index buffer, copy) feeds.
+  std::map<schedule::OpId, std::vector<kernels::TilePlan>> built_plans_;
   std::map<std::pair<int, int>, std::vector<schedule::OpId>> fed_by_;
 };
 

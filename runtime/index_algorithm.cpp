@@ -1,5 +1,7 @@
 #include "runtime/index_algorithm.hpp"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -50,17 +52,17 @@ void scores(std::span<const float> q, std::span<const float> k, std::span<const 
             std::span<float> out) {
   const int64_t Q = int64_t(q.size()) / D, N = int64_t(kpos.size());
   const double scale = 1.0 / std::sqrt(double(D));
+  // Q K^T in double through OpenBLAS: products of bf16 values are exact, and the run and
+  // the reference call this on the same shapes, so their sums agree bit for bit.
+  const std::vector<double> a(q.begin(), q.end()), b(k.begin(), k.begin() + N * D);
+  std::vector<double> dot(static_cast<size_t>(Q * N));
+  if (Q > 0 && N > 0)
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(Q), blasint(N), blasint(D), 1.0, a.data(), blasint(D),
+                b.data(), blasint(D), 0.0, dot.data(), blasint(N));
   for (int64_t r = 0; r < Q; ++r) {
     const int64_t qpos = S - Q + r;
-    for (int64_t j = 0; j < N; ++j) {
-      if (kpos[size_t(j)] > qpos) {
-        out[size_t(r * N + j)] = -kInf;
-        continue;
-      }
-      double dot = 0;
-      for (int d = 0; d < D; ++d) dot += double(q[size_t(r * D + d)]) * double(k[size_t(j * D + d)]);
-      out[size_t(r * N + j)] = bf16(dot * scale);
-    }
+    for (int64_t j = 0; j < N; ++j)
+      out[size_t(r * N + j)] = kpos[size_t(j)] > qpos ? -kInf : bf16(dot[size_t(r * N + j)] * scale);
   }
 }
 
@@ -141,22 +143,16 @@ void diagonals(std::span<const float> qk, int64_t n, std::span<const int32_t> kp
   }
 }
 
-std::vector<int32_t> select_verticals(const std::vector<std::span<const float>>& cols,
-                                      const std::vector<std::span<const int32_t>>& kpos, const Selection& sel, int head) {
-  const int64_t S = sel.seq_len;
-  std::vector<double> score(size_t(S), -std::numeric_limits<double>::infinity());
+std::vector<double> vertical_scores(const std::vector<std::span<const float>>& cols,
+                                    const std::vector<std::span<const int32_t>>& kpos, const Selection& sel) {
+  std::vector<double> score(size_t(sel.seq_len), -std::numeric_limits<double>::infinity());
   for (size_t c = 0; c < cols.size(); ++c)
     for (size_t j = 0; j < kpos[c].size(); ++j) score[size_t(kpos[c][j])] = cols[c][j];
-  const auto picks = top(score, sel.v_slots);
-  const int64_t n = keep(score, picks, sel, sel.top_p ? 0 : sel.v_budget.at(size_t(head)));
-  std::vector<int32_t> out(picks.begin(), picks.begin() + n);
-  std::sort(out.begin(), out.end());
-  out.resize(size_t(sel.v_slots), int32_t(S));
-  return out;
+  return score;
 }
 
-std::vector<int32_t> select_slashes(const std::vector<std::span<const float>>& diags, const std::vector<int64_t>& dmin,
-                                    const Selection& sel, int head) {
+std::vector<double> slash_scores(const std::vector<std::span<const float>>& diags, const std::vector<int64_t>& dmin,
+                                 const Selection& sel) {
   const int64_t S = sel.seq_len;
   std::vector<double> score(size_t(S), 0.0);
   std::vector<char> inf(size_t(S), 0), seen(size_t(S), 0);
@@ -175,12 +171,35 @@ std::vector<int32_t> select_slashes(const std::vector<std::span<const float>>& d
     if (inf[size_t(d)]) score[size_t(d)] = std::numeric_limits<double>::infinity();
     else if (!seen[size_t(d)] && !sel.top_p) score[size_t(d)] = -std::numeric_limits<double>::infinity();
   }
+  return score;
+}
+
+std::vector<int32_t> pick_verticals(std::span<const double> score, const Selection& sel, int head) {
+  const auto picks = top(score, sel.v_slots);
+  const int64_t n = keep(score, picks, sel, sel.top_p ? 0 : sel.v_budget.at(size_t(head)));
+  std::vector<int32_t> out(picks.begin(), picks.begin() + n);
+  std::sort(out.begin(), out.end());
+  out.resize(size_t(sel.v_slots), int32_t(sel.seq_len));
+  return out;
+}
+
+std::vector<int32_t> pick_slashes(std::span<const double> score, const Selection& sel, int head) {
   const auto picks = top(score, sel.s_slots);
   const int64_t n = keep(score, picks, sel, sel.top_p ? 0 : sel.s_budget.at(size_t(head)));
   std::vector<int32_t> out(picks.begin(), picks.begin() + n);
   std::sort(out.begin(), out.end(), std::greater<>());
   out.resize(size_t(sel.s_slots), -1);
   return out;
+}
+
+std::vector<int32_t> select_verticals(const std::vector<std::span<const float>>& cols,
+                                      const std::vector<std::span<const int32_t>>& kpos, const Selection& sel, int head) {
+  return pick_verticals(vertical_scores(cols, kpos, sel), sel, head);
+}
+
+std::vector<int32_t> select_slashes(const std::vector<std::span<const float>>& diags, const std::vector<int64_t>& dmin,
+                                    const Selection& sel, int head) {
+  return pick_slashes(slash_scores(diags, dmin, sel), sel, head);
 }
 
 kernels::VerticalSlash to_vertical_slash(std::span<const int32_t> v, std::span<const int32_t> s, int64_t S) {

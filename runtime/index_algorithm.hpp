@@ -5,7 +5,7 @@
 // exactly the declared sizes, and --check rebuilds the same index in one
 // process by running the same stages for every rank (reference_index).
 //   scores     the last 64 queries against the local keys, scaled logits (bf16),
-//              -inf where the key follows the query
+//              -inf where the key follows the query (Q K^T by OpenBLAS dgemm)
 //   top-p only row maxima -> all-gather -> global max; exp(scores - max) (bf16)
 //              and row sums -> all-gather -> global sum
 //   columns    per key: the sum over the 64 rows (top-p: of probabilities
@@ -65,9 +65,19 @@ void diagonals(std::span<const float> qk, int64_t n, std::span<const int32_t> kp
                std::span<float> out);
 int64_t diagonal_min(int64_t seq_len, int32_t first_key, int64_t n);
 
-// The root's picks for global query head `head` from every rank's columns
-// (with their key positions) or diagonals (with their dmin): v_slots positions
+// The selection's scores at the root from every rank's columns (with their key
+// positions) or diagonals (with their dmin): [seq_len] per key position, -inf
+// where no rank has one; per offset 0 .. seq_len-1 the partials added in double
+// (+inf for a local diagonal; static: -inf without a visible pair).
+std::vector<double> vertical_scores(const std::vector<std::span<const float>>& cols,
+                                    const std::vector<std::span<const int32_t>>& kpos, const Selection& sel);
+std::vector<double> slash_scores(const std::vector<std::span<const float>>& diags, const std::vector<int64_t>& dmin,
+                                 const Selection& sel);
+// The picks of global query head `head` from those scores: v_slots positions
 // ascending, padded with seq_len; s_slots offsets descending, padded with -1.
+std::vector<int32_t> pick_verticals(std::span<const double> score, const Selection& sel, int head);
+std::vector<int32_t> pick_slashes(std::span<const double> score, const Selection& sel, int head);
+// The two in one: what the root's select op computes.
 std::vector<int32_t> select_verticals(const std::vector<std::span<const float>>& cols,
                                       const std::vector<std::span<const int32_t>>& kpos, const Selection& sel, int head);
 std::vector<int32_t> select_slashes(const std::vector<std::span<const float>>& diags, const std::vector<int64_t>& dmin,

@@ -10,7 +10,6 @@
 
 #include "kernels/bf16.hpp"
 #include "runtime/pattern_index.hpp"
-#include "runtime/seed.hpp"
 #include "sim/schedule/schedule_error.hpp"
 #include "sim/sparsity/sparsity_model.hpp"
 
@@ -89,9 +88,6 @@ IndexPlan plan_index_building(const schedule::Schedule& s, const Experiment& e, 
     const IndexStage st = classify(s, op);
     p.stage[op.id] = st;
     if (st == IndexStage::passthrough) continue;
-    if (e.workload.batch != 1)
-      fail(s, op.id, fmt::format("the runtime builds a sparse index for batch 1 only (the kernels take one index per "
-                                 "head); this Schedule has batch {}", e.workload.batch));
     const auto key = std::tuple{op.rank, op.layer, int(op.phase)};
     auto [it, fresh] = pass_index.try_emplace(key, int(p.passes.size()));
     if (fresh) {
@@ -186,18 +182,19 @@ void store_bf16(std::span<const float> v, std::span<std::byte> b) {
   for (size_t i = 0; i < v.size() && (i + 1) * 2 <= b.size(); ++i) x[i] = kernels::to_bf16(v[i]);
 }
 
-// Rows [head][Q][D] of the last queries from a Q-like buffer (batch 1).
-std::vector<float> last_rows(std::span<const std::byte> q, const Layout& l, int64_t S, int64_t D) {
+// Rows [batch][head][Q][D] of the last queries from a Q-like buffer.
+std::vector<float> last_rows(std::span<const std::byte> q, const Layout& l, int64_t B, int64_t S, int64_t D) {
   const auto* x = reinterpret_cast<const bf16_bits*>(q.data());
   const int64_t H = int64_t(l.heads.size());
-  std::vector<float> out(size_t(H * kQ * D), 0.f);
+  std::vector<float> out(size_t(B * H * kQ * D), 0.f);
   for (size_t t = 0; t < l.tokens.size(); ++t) {
     const int64_t r = int64_t(l.tokens[t]) - (S - kQ);
     if (r < 0 || r >= kQ) continue;
-    for (int64_t h = 0; h < H; ++h) {
-      const int64_t from = l.row(0, 0, h, int64_t(t), 1) * D;
-      for (int64_t d = 0; d < D; ++d) out[size_t((h * kQ + r) * D + d)] = kernels::from_bf16(x[from + d]);
-    }
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h) {
+        const int64_t from = l.row(0, b, h, int64_t(t), B) * D;
+        for (int64_t d = 0; d < D; ++d) out[size_t(((b * H + h) * kQ + r) * D + d)] = kernels::from_bf16(x[from + d]);
+      }
   }
   return out;
 }
@@ -209,7 +206,8 @@ std::vector<std::byte> IndexBuilding::last_queries(OpId bcast) {
   const schedule::Access& a = *s_.access_of(op);
   const int qb = find_content(s_, l_, a.reads, BufferRole::q);
   if (qb < 0) fail(s_, bcast, "the root of the last queries' broadcast reads no Q buffer with a layout");
-  const auto rows = last_rows(store_.bytes(qb, in_.copy(bcast, qb)), *l_.of(qb), e_.workload.seq_len, e_.model.head_dim);
+  const auto rows = last_rows(store_.bytes(qb, in_.copy(bcast, qb)), *l_.of(qb), e_.workload.batch, e_.workload.seq_len,
+                              e_.model.head_dim);
   std::vector<std::byte> out(size_t(op.bytes));
   store_bf16(rows, out);
   return out;
@@ -223,6 +221,8 @@ void IndexBuilding::run(OpId id) {
   const IndexPlan::Pass& pass = plan_.passes[size_t(plan_.pass_of.at(id))];
   const alg::Selection& sel = plan_.selection;
   const int64_t H = pass.heads, N = int64_t(pass.kpos.size()), D = e_.model.head_dim, S = e_.workload.seq_len;
+  // Every stage works on (batch, head) rows g = b x H + h: MTraining builds one index per batch element.
+  const int64_t B = e_.workload.batch, G = B * H;
   auto bytes = [&](int b) { return store_.bytes(b, in_.copy(id, b)); };
   // `name`, or (cp = 1: no all-gather) `alone`.
   auto read = [&](const char* name, const char* alone = nullptr) {
@@ -236,25 +236,28 @@ void IndexBuilding::run(OpId id) {
     if (b < 0) fail(s_, id, std::string("writes no ") + name);
     store_bf16(v, bytes(b));
   };
-  const int64_t rows = H * kQ;
+  const int64_t rows = G * kQ;
   switch (st) {
     case IndexStage::scores: {
       std::vector<float> q = pass.q_in >= 0 && !has_name(s_, a.reads, "index.last_q")
-                                 ? last_rows(bytes(pass.q_in), *l_.of(pass.q_in), S, D)
+                                 ? last_rows(bytes(pass.q_in), *l_.of(pass.q_in), B, S, D)
                                  : read("index.last_q");
       const Layout& kl = *l_.of(pass.kv_in);
       const auto* kv = reinterpret_cast<const bf16_bits*>(bytes(pass.kv_in).data());
       const int group = e_.model.heads / std::max(1, e_.model.kv_heads);
       std::vector<float> qk(size_t(rows * N)), k(size_t(N * D));
-      for (int64_t h = 0; h < H; ++h) {
+      for (int64_t g = 0; g < G; ++g) {
+        const int64_t b = g / H, h = g % H;
         const int kvh = (pass.head_begin + int(h)) / group;
         const auto at = std::find(kl.heads.begin(), kl.heads.end(), kvh);
         if (at == kl.heads.end()) fail(s_, id, fmt::format("its K|V holds no KV head {}", kvh));
         const int64_t lh = at - kl.heads.begin();
-        for (int64_t j = 0; j < N; ++j)
-          for (int64_t d = 0; d < D; ++d) k[size_t(j * D + d)] = kernels::from_bf16(kv[kl.row(0, 0, lh, j, 1) * D + d]);
-        alg::scores(std::span<const float>(q).subspan(size_t(h * kQ * D), size_t(kQ * D)), k, pass.kpos, S, int(D),
-                    std::span<float>(qk).subspan(size_t(h * kQ * N), size_t(kQ * N)));
+        for (int64_t j = 0; j < N; ++j) {
+          const bf16_bits* row = kv + kl.row(0, b, lh, j, B) * D;
+          for (int64_t d = 0; d < D; ++d) k[size_t(j * D + d)] = kernels::from_bf16(row[d]);
+        }
+        alg::scores(std::span<const float>(q).subspan(size_t(g * kQ * D), size_t(kQ * D)), k, pass.kpos, S, int(D),
+                    std::span<float>(qk).subspan(size_t(g * kQ * N), size_t(kQ * N)));
       }
       write("index.qk", qk);
       return;
@@ -279,25 +282,25 @@ void IndexBuilding::run(OpId id) {
       auto qk = read("index.qk");
       if (sel.top_p) {
         const auto gsum = alg::combine_sum(read("index.sum.all", "index.sum"), rows);
-        for (int64_t h = 0; h < H; ++h)
-          alg::normalize(std::span<float>(qk).subspan(size_t(h * kQ * N), size_t(kQ * N)), N,
-                         std::span<const float>(gsum).subspan(size_t(h * kQ), size_t(kQ)));
+        for (int64_t g = 0; g < G; ++g)
+          alg::normalize(std::span<float>(qk).subspan(size_t(g * kQ * N), size_t(kQ * N)), N,
+                         std::span<const float>(gsum).subspan(size_t(g * kQ), size_t(kQ)));
         write("index.qk", qk);
       }
-      std::vector<float> col(size_t(H * N));
-      for (int64_t h = 0; h < H; ++h)
-        alg::columns(std::span<const float>(qk).subspan(size_t(h * kQ * N), size_t(kQ * N)), N, pass.kpos, sel,
-                     std::span<float>(col).subspan(size_t(h * N), size_t(N)));
+      std::vector<float> col(size_t(G * N));
+      for (int64_t g = 0; g < G; ++g)
+        alg::columns(std::span<const float>(qk).subspan(size_t(g * kQ * N), size_t(kQ * N)), N, pass.kpos, sel,
+                     std::span<float>(col).subspan(size_t(g * N), size_t(N)));
       write("index.vertical", col);
       return;
     }
     case IndexStage::diagonals: {
       const auto qk = read("index.qk");
       const int64_t W = N + kQ - 1;
-      std::vector<float> dia(size_t(H * W));
-      for (int64_t h = 0; h < H; ++h)
-        alg::diagonals(std::span<const float>(qk).subspan(size_t(h * kQ * N), size_t(kQ * N)), N, pass.kpos, sel,
-                       std::span<float>(dia).subspan(size_t(h * W), size_t(W)));
+      std::vector<float> dia(size_t(G * W));
+      for (int64_t g = 0; g < G; ++g)
+        alg::diagonals(std::span<const float>(qk).subspan(size_t(g * kQ * N), size_t(kQ * N)), N, pass.kpos, sel,
+                       std::span<float>(dia).subspan(size_t(g * W), size_t(W)));
       write("index.slash", dia);
       return;
     }
@@ -313,20 +316,21 @@ void IndexBuilding::run(OpId id) {
       alg::Selection sl = sel;
       if (!sel.top_p) std::tie(sl.v_budget, sl.s_budget) = plan_.budgets.at(op.layer);
       const int64_t slots = v ? sel.v_slots : sel.s_slots;
-      std::vector<int32_t> out(size_t(H * slots));
-      for (int64_t h = 0; h < H; ++h) {
+      std::vector<int32_t> out(size_t(G * slots));
+      for (int64_t g = 0; g < G; ++g) {
+        const int h = int(g % H);
         std::vector<std::span<const float>> spans;
         std::vector<std::span<const int32_t>> kp;
         std::vector<int64_t> dmin;
         for (size_t c = 0; c < parts.size(); ++c) {
           const int64_t n = int64_t(keys[c].size()), w = v ? n : n + kQ - 1;
-          spans.push_back(std::span<const float>(parts[c]).subspan(size_t(h * w), size_t(w)));
+          spans.push_back(std::span<const float>(parts[c]).subspan(size_t(g * w), size_t(w)));
           kp.push_back(keys[c]);
           dmin.push_back(alg::diagonal_min(S, keys[c].empty() ? 0 : keys[c][0], n));
         }
-        const auto pick = v ? alg::select_verticals(spans, kp, sl, pass.head_begin + int(h))
-                            : alg::select_slashes(spans, dmin, sl, pass.head_begin + int(h));
-        std::copy(pick.begin(), pick.end(), out.begin() + h * slots);
+        const auto pick = v ? alg::select_verticals(spans, kp, sl, pass.head_begin + h)
+                            : alg::select_slashes(spans, dmin, sl, pass.head_begin + h);
+        std::copy(pick.begin(), pick.end(), out.begin() + g * slots);
       }
       const int wb = a.writes.at(0);
       std::memcpy(bytes(wb).data(), out.data(), std::min(bytes(wb).size(), out.size() * 4));
@@ -336,11 +340,13 @@ void IndexBuilding::run(OpId id) {
       const int vb = find_name(s_, a.reads, "index.v"), sb = find_name(s_, a.reads, "index.s");
       const auto* v = reinterpret_cast<const int32_t*>(bytes(vb).data());
       const auto* sl = reinterpret_cast<const int32_t*>(bytes(sb).data());
-      kernels::SparseIndex index;
-      index.mode = kernels::SparseMode::vertical_slash;
-      for (int64_t h = 0; h < H; ++h)
-        index.vertical_slash.push_back(alg::to_vertical_slash({v + h * sel.v_slots, size_t(sel.v_slots)},
-                                                              {sl + h * sel.s_slots, size_t(sel.s_slots)}, S));
+      std::vector<kernels::SparseIndex> index(static_cast<size_t>(B));  // per batch element, over the pass's heads
+      for (int64_t g = 0; g < G; ++g) {
+        kernels::SparseIndex& x = index[size_t(g / H)];
+        x.mode = kernels::SparseMode::vertical_slash;
+        x.vertical_slash.push_back(alg::to_vertical_slash({v + g * sel.v_slots, size_t(sel.v_slots)},
+                                                          {sl + g * sel.s_slots, size_t(sel.s_slots)}, S));
+      }
       if (op.phase == schedule::Phase::forward) forward_[op.layer] = {pass.head_begin, index};
       if (built_)
         for (int b : a.writes)
@@ -351,140 +357,24 @@ void IndexBuilding::run(OpId id) {
   }
 }
 
-namespace {
-void put(std::string& out, int32_t x) { out.append(reinterpret_cast<const char*>(&x), sizeof x); }
-int32_t take(std::string_view& in) {
-  int32_t x = 0;
-  if (in.size() < sizeof x) throw std::runtime_error("built index: truncated message");
-  std::memcpy(&x, in.data(), sizeof x);
-  in.remove_prefix(sizeof x);
-  return x;
+void pack_built(int head_begin, const std::vector<kernels::SparseIndex>& per_batch, std::string& out) {
+  auto put = [&](int32_t x) { out.append(reinterpret_cast<const char*>(&x), sizeof x); };
+  put(head_begin);
+  put(int32_t(per_batch.size()));
+  put(int32_t(per_batch.empty() ? 0 : per_batch[0].vertical_slash.size()));
+  for (const auto& index : per_batch)
+    for (const auto& vs : index.vertical_slash) {
+      put(int32_t(vs.verticals.size()));
+      for (int32_t x : vs.verticals) put(x);
+      put(int32_t(vs.slashes.size()));
+      for (int32_t x : vs.slashes) put(x);
+    }
 }
-std::vector<int32_t> take_list(std::string_view& in) {
-  const int32_t n = take(in);
-  if (n < 0 || size_t(n) > in.size() / sizeof(int32_t)) throw std::runtime_error("built index: bad list length");
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  for (auto& x : v) x = take(in);
-  return v;
-}
-}  // namespace
 
-std::string IndexBuilding::packed_forward(int layer) const {
+void IndexBuilding::pack_forward(int layer, std::string& out) const {
   auto it = forward_.find(layer);
-  if (it == forward_.end()) return {};
-  std::string out;
-  put(out, it->second.first);
-  put(out, int32_t(it->second.second.vertical_slash.size()));
-  for (const auto& vs : it->second.second.vertical_slash) {
-    put(out, int32_t(vs.verticals.size()));
-    for (int32_t x : vs.verticals) put(out, x);
-    put(out, int32_t(vs.slashes.size()));
-    for (int32_t x : vs.slashes) put(out, x);
-  }
-  return out;
-}
-
-TensorCheck check_built_index(const kernels::SparseIndex& reference, const std::vector<std::string>& packed) {
-  TensorCheck t;
-  t.name = "index";
-  int64_t heads = 0, wrong = 0;
-  for (const std::string& msg : packed) {
-    std::string_view in(msg);
-    if (in.empty()) continue;
-    const int32_t begin = take(in), n = take(in);
-    for (int32_t h = 0; h < n; ++h) {
-      kernels::VerticalSlash got;
-      got.verticals = take_list(in);
-      got.slashes = take_list(in);
-      const auto& want = reference.vertical_slash.at(size_t(begin + h));
-      ++heads;
-      t.elements += int64_t(want.verticals.size() + want.slashes.size());
-      t.max_ref = std::max(t.max_ref, double(want.verticals.size() + want.slashes.size()));
-      wrong += got.verticals != want.verticals || got.slashes != want.slashes;
-    }
-  }
-  if (heads == 0) throw std::runtime_error("built index: no rank reported one");
-  t.max_rel_error = double(wrong) / double(heads);
-  t.max_abs_error = double(wrong);
-  t.bound = 0;
-  return t;
-}
-
-kernels::SparseIndex reference_index(const schedule::Schedule& s, const Experiment& e, const Layouts& l,
-                                     const schedule::CommMatching& m, uint64_t seed, int layer) {
-  const IndexPlan p = plan_index_building(s, e, l, m);
-  const int64_t S = e.workload.seq_len, D = e.model.head_dim;
-  const int group = e.model.heads / std::max(1, e.model.kv_heads);
-  // One forward pass of the layer per context group: the passes with the same heads, one per key range.
-  std::map<int, std::map<int32_t, const IndexPlan::Pass*>> groups;  // head_begin -> first key -> pass
-  for (const auto& [op, pass] : p.pass_of) {
-    const schedule::Op& o = s.ops[size_t(op)];
-    if (o.layer != layer || o.phase != schedule::Phase::forward) continue;
-    const IndexPlan::Pass& x = p.passes[size_t(pass)];
-    if (!x.kpos.empty()) groups[x.head_begin].try_emplace(x.kpos[0], &x);
-  }
-  alg::Selection sel = p.selection;
-  if (!sel.top_p) std::tie(sel.v_budget, sel.s_budget) = p.budgets.at(layer);
-  kernels::SparseIndex index;
-  index.mode = kernels::SparseMode::vertical_slash;
-  index.vertical_slash.resize(size_t(e.model.heads));
-  for (const auto& [head_begin, members] : groups) {
-    const int H = members.begin()->second->heads;
-    for (int h = 0; h < H; ++h) {
-      const int gh = head_begin + h;
-      std::vector<float> q(size_t(kQ * D));
-      for (int64_t r = 0; r < kQ; ++r)
-        for (int64_t d = 0; d < D; ++d) q[size_t(r * D + d)] = input_value(seed, InputTensor::q, 0, S - kQ + r, gh, d);
-      // Per member: scores, then the row statistics combined over members (top-p).
-      std::vector<std::vector<float>> qk;
-      for (const auto& [first, pass] : members) {
-        const int64_t N = int64_t(pass->kpos.size());
-        std::vector<float> k(size_t(N * D)), out(size_t(kQ * N));
-        for (int64_t j = 0; j < N; ++j)
-          for (int64_t d = 0; d < D; ++d)
-            k[size_t(j * D + d)] = input_value(seed, InputTensor::k, 0, pass->kpos[size_t(j)], gh / group, d);
-        alg::scores(q, k, pass->kpos, S, int(D), out);
-        qk.push_back(std::move(out));
-      }
-      if (sel.top_p) {
-        std::vector<float> maxes, sums;
-        size_t c = 0;
-        for (const auto& [first, pass] : members) {
-          std::vector<float> mx(static_cast<size_t>(kQ));
-          alg::row_max(qk[c++], int64_t(pass->kpos.size()), mx);
-          maxes.insert(maxes.end(), mx.begin(), mx.end());
-        }
-        const auto gmax = alg::combine_max(maxes, kQ);
-        c = 0;
-        for (const auto& [first, pass] : members) {
-          std::vector<float> sm(static_cast<size_t>(kQ));
-          alg::exp_rows(qk[c++], int64_t(pass->kpos.size()), gmax, sm);
-          sums.insert(sums.end(), sm.begin(), sm.end());
-        }
-        const auto gsum = alg::combine_sum(sums, kQ);
-        c = 0;
-        for (const auto& [first, pass] : members) alg::normalize(qk[c++], int64_t(pass->kpos.size()), gsum);
-      }
-      std::vector<std::vector<float>> cols, dias;
-      std::vector<std::span<const int32_t>> kp;
-      std::vector<int64_t> dmin;
-      size_t c = 0;
-      for (const auto& [first, pass] : members) {
-        const int64_t N = int64_t(pass->kpos.size());
-        std::vector<float> col(static_cast<size_t>(N)), dia(size_t(N + kQ - 1));
-        alg::columns(qk[c], N, pass->kpos, sel, col);
-        alg::diagonals(qk[c], N, pass->kpos, sel, dia);
-        ++c;
-        cols.push_back(std::move(col)), dias.push_back(std::move(dia));
-        kp.push_back(pass->kpos);
-        dmin.push_back(alg::diagonal_min(S, pass->kpos[0], N));
-      }
-      std::vector<std::span<const float>> cs(cols.begin(), cols.end()), ds(dias.begin(), dias.end());
-      index.vertical_slash[size_t(gh)] =
-          alg::to_vertical_slash(alg::select_verticals(cs, kp, sel, gh), alg::select_slashes(ds, dmin, sel, gh), S);
-    }
-  }
-  return index;
+  if (it == forward_.end()) return;
+  pack_built(it->second.first, it->second.second, out);
 }
 
 }  // namespace rm::runtime

@@ -1,23 +1,25 @@
-// The Schedule's index_build ops on the cpu backend: MTraining's online
+// The Schedule's index_build ops on the host store (the cpu backend; the cuda
+// backend's round trip): MTraining's online
 // sparse-index building (sim/generate/index_building.cpp emits it; the
 // arithmetic is index_algorithm.hpp), with its data in the declared buffers
 // and moved by the Schedule's own broadcasts, all-gathers and gathers. Each
 // op's stage is read off the buffers it writes (docs/runtime.md, "Index
-// building"); the conversion op turns the broadcast picks into a
-// kernels::SparseIndex per (index buffer, copy), from which the attention ops
-// that read it get their tile plans. reference_index() runs the same stages
-// for every rank in one process, for --check.
+// building"), on (batch element, head) rows; the conversion op turns the
+// broadcast picks into a kernels::SparseIndex per batch element and (index
+// buffer, copy), from which the attention ops that read it get their tile
+// plans. index_reference.hpp runs the same stages for every rank in one
+// process, for --check.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "kernels/tile.hpp"
 #include "runtime/buffer_instances.hpp"
-#include "runtime/check.hpp"
 #include "runtime/index_algorithm.hpp"
 #include "runtime/layouts.hpp"
 #include "runtime/tensor_store.hpp"
@@ -46,8 +48,8 @@ struct IndexPlan {
 
 // Throws ScheduleError naming the op for index building the runtime cannot
 // run: keys that are not one contiguous run (parallel.shuffle = once, or a
-// zigzag / stripe ring without the per-call shuffle), batch > 1, an op whose
-// buffers match no stage.
+// zigzag / stripe ring without the per-call shuffle), an op whose buffers
+// match no stage.
 IndexPlan plan_index_building(const schedule::Schedule& s, const Experiment& e, const Layouts& l,
                               const schedule::CommMatching& m);
 
@@ -61,15 +63,16 @@ class IndexBuilding {
   // Executes index_build op `op` of this rank.
   void run(schedule::OpId op);
   // The root's payload of the broadcast of the last queries (writes_last_queries):
-  // [batch][head][64][head_dim] bf16 rows of positions S-64 .. S-1.
+  // [batch][head][64][head_dim] bf16 rows of positions S-64 .. S-1 (the generator
+  // declares [batch][64][head][head_dim]: the same bytes, in the runtime's order).
   std::vector<std::byte> last_queries(schedule::OpId broadcast);
-  // Called by the conversion op with (index buffer, copy, first global head, the index of
-  // its pass's heads from that one on).
-  using Built = std::function<void(int buffer, int copy, int head_begin, const kernels::SparseIndex&)>;
+  // Called by the conversion op with (index buffer, copy, first global head, and per batch
+  // element the index of its pass's heads from that one on).
+  using Built = std::function<void(int buffer, int copy, int head_begin, const std::vector<kernels::SparseIndex>&)>;
   void on_built(Built f) { built_ = std::move(f); }
-  // For --check: the index this rank's forward of `layer` built last, packed
-  // (head_begin, then per head the verticals and slashes); "" when none.
-  std::string packed_forward(int layer) const;
+  // For --check: the index this rank's forward of `layer` built last, appended to
+  // `out` as pack_built() writes it; nothing when none.
+  void pack_forward(int layer, std::string& out) const;
 
  private:
   const schedule::Schedule& s_;
@@ -79,20 +82,11 @@ class IndexBuilding {
   TensorStore& store_;
   IndexPlan plan_;
   Built built_;
-  std::map<int, std::pair<int, kernels::SparseIndex>> forward_;  // layer -> (head_begin, index)
+  std::map<int, std::pair<int, std::vector<kernels::SparseIndex>>> forward_;  // layer -> (head_begin, per batch)
 };
 
-// --check of the index itself: every rank's packed_forward() against the
-// reference, head by head, exactly (the stages are deterministic and their
-// cross-rank sums exact). max_rel_error is the share of the heads compared
-// whose verticals or slashes differ; bound 0. Throws std::runtime_error on a
-// malformed message.
-TensorCheck check_built_index(const kernels::SparseIndex& reference, const std::vector<std::string>& packed);
-
-// The index every layer-`layer` forward builds, over the model's global query
-// heads, from the seeded inputs (seed.hpp), running the stages for every rank
-// as the Schedule lays them out.
-kernels::SparseIndex reference_index(const schedule::Schedule& s, const Experiment& e, const Layouts& l,
-                                     const schedule::CommMatching& m, uint64_t seed, int layer);
+// One rank's built index as --check carries it to rank 0 (index_reference.hpp
+// reads it): head_begin, the batch, then per (batch, head) the verticals and slashes.
+void pack_built(int head_begin, const std::vector<kernels::SparseIndex>& per_batch, std::string& out);
 
 }  // namespace rm::runtime

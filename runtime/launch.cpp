@@ -25,6 +25,7 @@
 #ifdef RINGMASTER_HAVE_CUDA_BACKEND
 #include "runtime/cuda/cuda_backend.hpp"
 #endif
+#include "runtime/index_reference.hpp"
 #include "runtime/inputs.hpp"
 #include "runtime/layouts.hpp"
 #include "runtime/measured_timeline.hpp"
@@ -129,12 +130,11 @@ CheckProblem check_problem(const LaunchOptions& o, const Prepared& p) {
     }
   }
   if (pattern) c.index = pattern_index(p.e, layer);
-  if (built && c.layer)
-    throw ConfigError(o.schedule + ": --check of the layer scope with an index built at run time is not supported: the "
-                                   "index is selected from Q and K after the QKV GEMM, whose fp32 sums differ from the "
-                                   "single-process reference's by rounding, so the picks at a tie may differ; check the "
-                                   "attention scopes (the layer scope runs for timing)");
-  if (built) c.index = reference_index(p.s, p.e, *p.layouts, p.plan->match, o.seed, layer), c.built = true;
+  if (built && c.layer && c.batch > 1)
+    throw ConfigError(fmt::format("{}: --check of the layer scope with an index built at run time needs batch 1 (the "
+                                  "reference layer takes one index for every batch element); this Schedule has batch {}: "
+                                  "check the attention scopes with batch > 1", o.schedule, c.batch));
+  c.built = built;  // the reference index and the run's picks are compared after the run (run_check)
   if (!c.layer) {
     // LSE and (with fp32 dK|dV everywhere) dV never pass through bf16 in attention scopes.
     c.tight_lse = true;
@@ -225,16 +225,27 @@ CheckOutcome run_check(const LaunchOptions& o, const Prepared& p, Runner& runner
       for (auto& x : unpack_outputs(bytes)) slices.push_back(std::move(x));
     std::vector<DenseOutputs> layer;
     for (const auto& bytes : p.check->layer ? dense : std::vector<std::string>{}) layer.push_back(unpack_dense(bytes));
-    out.report = p.check->layer ? check_layer(*p.check, slices, layer, o.check_bound)
-                                : check_attention(*p.check, slices, o.check_bound);
-    if (p.check->built) out.report->tensors.push_back(check_built_index(p.check->index, built));
+    // A built index: its picks against the reference's, and the attention against the
+    // reference run on the run's own picks (index_reference.hpp).
+    CheckProblem c = *p.check;
+    std::optional<TensorCheck> index_check;
+    if (c.built) {
+      BuiltIndex got = unpack_built_index(built, c.batch, c.heads);
+      const QKSource qk = c.layer ? layer_qk(layer_problem(c)) : seeded_qk(c.seed);
+      index_check = check_built_index(reference_index(p.s, p.e, *p.layouts, p.plan->match, qk, c.layer_index), got);
+      c.per_batch = std::move(got.per_batch);
+      c.index = c.per_batch.at(0);
+    }
+    out.report = c.layer ? check_layer(c, slices, layer, o.check_bound) : check_attention(c, slices, o.check_bound);
+    if (index_check) out.report->tensors.push_back(*index_check);
     if (!o.json) {
       std::printf("check against the single-process reference (seed %llu; error = max |got-ref| / max |ref|):\n",
                   static_cast<unsigned long long>(o.seed));
       std::printf("  %-7s %12s %12s %12s %9s  %s\n", "", "elements", "max |ref|", "max rel err", "bound", "");
       for (const auto& t : out.report->tensors)
-        std::printf("  %-7s %12lld %12.4g %12.3e %9.0e  %s\n", t.name.c_str(), static_cast<long long>(t.elements),
-                    t.max_ref, t.max_rel_error, t.bound, t.passed() ? "ok" : "ABOVE THE BOUND");
+        std::printf("  %-7s %12lld %12.4g %12.3e %9.0e  %s%s%s\n", t.name.c_str(), static_cast<long long>(t.elements),
+                    t.max_ref, t.max_rel_error, t.bound, t.passed() ? "ok" : "ABOVE THE BOUND", t.note.empty() ? "" : "  ",
+                    t.note.c_str());
       std::fflush(stdout);
     }
     verdict = out.report->passed() ? "pass" : "fail";
@@ -345,6 +356,7 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
         return all;
       };
       runner.dense_outputs = [] { return std::string(); };
+      runner.built_index = [&g, &p] { return p.check && p.check->built ? g.built_index(p.check->layer_index) : std::string(); };
       runner.source = traces::Source::runtime_cuda;
     }
 #endif
@@ -358,7 +370,11 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
       runner.run_once = [&cpu] { return cpu->run_once(); };
       runner.outputs = [&p] { return read_outputs(p.s, *p.layouts, *p.instances, *p.store); };
       runner.dense_outputs = [&p] { return pack(p.dense->read_outputs(*p.store)); };
-      runner.built_index = [&p] { return p.check && p.check->built ? p.index->packed_forward(p.check->layer_index) : std::string(); };
+      runner.built_index = [&p] {
+        std::string out;
+        if (p.check && p.check->built) p.index->pack_forward(p.check->layer_index, out);
+        return out;
+      };
       runner.before_iteration = [&p, &o] { p.dense->reseed_gradient(*p.store, o.seed); };
     }
     const std::vector<ClockOffset> clocks = world.clock_offsets(kPingRounds);

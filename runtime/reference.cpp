@@ -25,6 +25,9 @@ void check_sizes(const ReferenceProblem& p) {
   if (p.kv_heads < 1 || p.heads % p.kv_heads != 0)
     fail("kv_heads", "must divide heads = " + std::to_string(p.heads) + " (got " + std::to_string(p.kv_heads) + ")");
   if (p.head_dim < 1) fail("head_dim", "must be >= 1 (got " + std::to_string(p.head_dim) + ")");
+  if (!p.per_batch.empty() && int64_t(p.per_batch.size()) != p.batch)
+    fail("per_batch", "must hold one index per batch element (" + std::to_string(p.batch) + "), got " +
+                          std::to_string(p.per_batch.size()));
 }
 
 // The whole sequence as one tile: every row at its own global position.
@@ -80,11 +83,14 @@ ReferenceResult allocate(const ReferenceProblem& p) {
 
 ReferenceResult reference_attention(const ReferenceProblem& p) {
   check_sizes(p);
-  const kernels::TilePlan plan = kernels::make_plan(whole_shape(p), whole_layout(p), p.index);
+  std::vector<kernels::TilePlan> plans;  // one, or one per batch element
+  for (int64_t b = 0; b < (p.per_batch.empty() ? 1 : p.batch); ++b)
+    plans.push_back(kernels::make_plan(whole_shape(p), whole_layout(p), p.index_of(b)));
   const Sizes n = sizes_of(p);
   ReferenceResult r = allocate(p);
   for (int64_t b = 0; b < p.batch; ++b) {
     const auto ub = static_cast<std::size_t>(b);
+    const kernels::TilePlan& plan = plans[p.per_batch.empty() ? 0 : ub];
     const std::vector<float> q = fill(p, InputTensor::q, b, p.heads), k = fill(p, InputTensor::k, b, p.kv_heads),
                              v = fill(p, InputTensor::v, b, p.kv_heads);
     const std::span<float> o(r.o.data() + ub * n.q, n.q), lse(r.lse.data() + ub * n.lse, n.lse);
@@ -103,7 +109,7 @@ ReferenceResult reference_attention(const ReferenceProblem& p) {
 
 ReferenceResult brute_force_attention(const ReferenceProblem& p) {
   check_sizes(p);
-  kernels::validate_tile(whole_shape(p), whole_layout(p), p.index);
+  for (int64_t b = 0; b < p.batch; ++b) kernels::validate_tile(whole_shape(p), whole_layout(p), p.index_of(b));
   const Sizes n = sizes_of(p);
   const int S = p.seq_len, D = p.head_dim, group = p.heads / p.kv_heads;
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
@@ -125,7 +131,7 @@ ReferenceResult brute_force_attention(const ReferenceProblem& p) {
         double m = -std::numeric_limits<double>::infinity();
         for (int j = 0; j < S; ++j) {
           score[static_cast<std::size_t>(j)] = -std::numeric_limits<double>::infinity();
-          if (!kernels::attends(p.index, h, i, j, p.causal)) continue;
+          if (!kernels::attends(p.index_of(b), h, i, j, p.causal)) continue;
           const float* kj = row(k, kvh, j);
           double dot = 0;
           for (int d = 0; d < D; ++d) dot += static_cast<double>(qi[d]) * kj[d];

@@ -20,6 +20,9 @@ struct ReferenceProblem {
   uint64_t seed = 1;
   bool backward = true;
   kernels::SparseIndex index;  // dense, or one entry per GLOBAL query head (vertical_slash or block_mask)
+  // When not empty (an index built per batch element): batch b runs per_batch[b], not index.
+  std::vector<kernels::SparseIndex> per_batch;
+  const kernels::SparseIndex& index_of(int64_t b) const { return per_batch.empty() ? index : per_batch.at(size_t(b)); }
 };
 
 struct ReferenceResult {       // fp32

@@ -28,10 +28,12 @@ nlohmann::json summary_json(const traces::Timeline& t, const std::optional<Check
     j["kinds"].push_back({{"kind", name}, {"ops", k.ops}, {"seconds_per_rank", k.seconds / std::max(1, ranks)}});
   if (check) {
     nlohmann::json c = {{"bound", check->bound}, {"passed", check->passed()}, {"tensors", nlohmann::json::array()}};
-    for (const auto& x : check->tensors)
+    for (const auto& x : check->tensors) {
       c["tensors"].push_back({{"name", x.name}, {"elements", x.elements}, {"max_rel_error", x.max_rel_error},
                               {"max_abs_error", x.max_abs_error}, {"max_ref", x.max_ref},
                               {"bound", x.bound}, {"passed", x.passed()}});
+      if (!x.note.empty()) c["tensors"].back()["note"] = x.note;
+    }
     j["check"] = c;
   }
   if (!trace_path.empty()) j["trace"] = trace_path;

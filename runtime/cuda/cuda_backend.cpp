@@ -72,6 +72,7 @@ struct CudaBackend::Rank {
   int rank = 0;
   std::unique_ptr<TensorStore> host;
   std::unique_ptr<CpuCompute> plans;  // builds the rank's tile plans on the host (CpuCompute::prepare)
+  std::unique_ptr<IndexBuilding> index;  // index_build stages on the host store (a round trip per op)
   std::unique_ptr<CudaStore> dev;
 };
 
@@ -129,6 +130,8 @@ CudaBackend::CudaBackend(const CudaInputs& in, const World& world, const LaunchO
     st->rank = r;
     st->host = std::make_unique<TensorStore>(s_, r, in_.layers());
     st->plans = std::make_unique<CpuCompute>(s_, e_, in_, *st->host);
+    st->index = std::make_unique<IndexBuilding>(s_, e_, layouts_, plan_.match, in_, *st->host);
+    if (st->index->any()) st->plans->use_index(st->index.get());
     st->plans->prepare();
     buffers += memory_needed(s_, r, in_.layers());
     rank_state_.push_back(std::move(st));
@@ -172,6 +175,7 @@ CudaBackend::CudaBackend(const CudaInputs& in, const World& world, const LaunchO
   for (const auto& op : s_.ops) {
     if (!local(op.id) || (op.kind != OpKind::attn_fwd && op.kind != OpKind::attn_bwd)) continue;
     const schedule::Attention* a = s_.attention_of(op);
+    if (a->index == schedule::IndexSource::built) continue;  // uploaded when built (not counted here)
     const std::pair key{op.detail, a->index == schedule::IndexSource::pattern ? op.layer : -1};
     if (tile_plans.count(key)) continue;
     const kernels::TilePlan& tp = rank_of(op.id).plans->plan_of(op);
@@ -201,6 +205,16 @@ CudaBackend::CudaBackend(const CudaInputs& in, const World& world, const LaunchO
     }
   }
   for (const auto& [key, tp] : tile_plans) device_plans_.emplace(key, std::make_unique<kernels::cuda::DevicePlan>(*tp));
+  for (auto& r : rank_state_) {
+    CpuCompute& host_plans = *r->plans;
+    host_plans.on_replanned([this, &host_plans](OpId id) {
+      auto& mine = built_plans_[id];
+      for (auto& x : mine) retired_plans_.push_back(std::move(x));
+      mine.clear();
+      for (int64_t b = 0; b < e_.workload.batch; ++b)
+        mine.push_back(std::make_unique<kernels::cuda::DevicePlan>(host_plans.plan_of(s_.ops[size_t(id)], b)));
+    });
+  }
   if (rows > 0) {
     cuda_check(cudaMalloc(reinterpret_cast<void**>(&row_memory_), size_t(rows)), "all-to-all row indices");
     int64_t* at = row_memory_;
@@ -247,6 +261,8 @@ CudaBackend::~CudaBackend() {
     cudaFree(st.scratch);
   }
   device_plans_.clear();
+  built_plans_.clear();
+  retired_plans_.clear();
   cudaFree(row_memory_);
   cudaFree(sink_);
 }
@@ -336,6 +352,7 @@ void CudaBackend::download() {
 
 std::vector<OpSample> CudaBackend::run_once() {
   times_.clear();
+  retired_plans_.clear();  // the last iteration ended with wait_device(): nothing reads them
   local_left_ = local_ops_;
   order_->reset();
   std::fill(run_posts_left_.begin(), run_posts_left_.end(), 0);
@@ -430,6 +447,7 @@ void CudaBackend::start_compute(OpId op) {
       case OpKind::attn_bwd: attention(op, true); break;
       case OpKind::gemm: gemm(op); break;
       case OpKind::elementwise: read_pass(op); break;
+      case OpKind::index_build: index_build(op); break;
       default: throw schedule::ScheduleError("not a compute op the cuda backend runs");
     }
   } catch (const std::exception& x) {
@@ -443,9 +461,18 @@ void CudaBackend::attention(OpId id, bool backward) {
   const schedule::Op& op = s_.ops[size_t(id)];
   const schedule::Attention& a = *s_.attention_of(op);
   const schedule::Access& acc = *s_.access_of(op);
-  const kernels::TilePlan& tp = rank_of(id).plans->plan_of(op);
-  const kernels::cuda::DevicePlan& dp =
-      *device_plans_.at({op.detail, a.index == schedule::IndexSource::pattern ? op.layer : -1});
+  const CpuCompute& host_plans = *rank_of(id).plans;
+  const kernels::TilePlan& tp = host_plans.plan_of(op);  // its shape; batch b runs plan(b)
+  const bool built = a.index == schedule::IndexSource::built;
+  const auto plan = [&](int64_t b) -> const kernels::TilePlan& { return host_plans.plan_of(op, b); };
+  const auto device_plan = [&](int64_t b) -> const kernels::cuda::DevicePlan& {
+    if (built) {
+      const auto it = built_plans_.find(id);
+      if (it == built_plans_.end()) throw schedule::ScheduleError("its index was never built (no conversion op ran before it)");
+      return *it->second.at(size_t(b));
+    }
+    return *device_plans_.at({op.detail, a.index == schedule::IndexSource::pattern ? op.layer : -1});
+  };
   Stream& st = stream_of(id);
   const cudaStream_t cs = st.stream;
   const int64_t B = e_.workload.batch, D = e_.model.head_dim;
@@ -474,9 +501,9 @@ void CudaBackend::attention(OpId id, bool backward) {
       }
       // The first pass writes LSE in place; a merge needs the tile's own LSE beside the running one.
       float* part_lse = a.merge ? lse : l_b;
-      auto p = kernels::make_forward_params(tp, bf16(q + b * qn, qn), bf16(kv + b * kn, kn), bf16(kv + (B + b) * kn, kn),
+      auto p = kernels::make_forward_params(plan(b), bf16(q + b * qn, qn), bf16(kv + b * kn, kn), bf16(kv + (B + b) * kn, kn),
                                             {out, size_t(qn)}, {part_lse, size_t(H * Tq)});
-      kernels::cuda::attention_forward(dp.bind(p), cs);
+      kernels::cuda::attention_forward(device_plan(b).bind(p), cs);
       if (!a.merge) {
         dev::convert(out, dev::Elem::fp32, qn, o_b, dev::Elem::bf16, qn, cs);
       } else {
@@ -515,10 +542,10 @@ void CudaBackend::attention(OpId id, bool backward) {
     float* dk32 = dkv_t == DType::fp32 ? reinterpret_cast<float*>(dk_at) : dk_scratch;
     float* dv32 = dkv_t == DType::fp32 ? reinterpret_cast<float*>(dv_at) : dv_scratch;
     dev::convert(o + b * qn, dev::Elem::bf16, qn, out, dev::Elem::fp32, qn, cs);
-    auto p = kernels::make_backward_params(tp, bf16(q + b * qn, qn), bf16(kv + b * kn, kn), bf16(kv + (B + b) * kn, kn),
+    auto p = kernels::make_backward_params(plan(b), bf16(q + b * qn, qn), bf16(kv + b * kn, kn), bf16(kv + (B + b) * kn, kn),
                                            bf16(dout + b * qn, qn), {out, size_t(qn)}, {l + b * H * Tq, size_t(H * Tq)},
                                            {dq32, size_t(qn)}, {dk32, size_t(kn)}, {dv32, size_t(kn)}, false);
-    kernels::cuda::attention_backward(dp.bind(p), cs);
+    kernels::cuda::attention_backward(device_plan(b).bind(p), cs);
     dev::add_narrow(dq32, dq_b, qn, a.merge, cs);
     if (dkv_t != DType::fp32) {
       dev::convert(dk32, dev::Elem::fp32, kn, dk_at, elem(dkv_t), kn, cs);
@@ -570,12 +597,86 @@ void CudaBackend::gemm(OpId id) {
   }
 }
 
+// ---- index building: a host round trip per op (docs/runtime-cuda.md, "Index building") ------
+
+// Waits until stream `cs` has reached this point (everything enqueued on it is done),
+// within the stall timeout: the host then reads what the device wrote.
+void CudaBackend::host_sync(OpId op, cudaStream_t cs) {
+  const double t0 = steady_now_s();
+  for (int poll = 0;; ++poll) {
+    const cudaError_t r = cudaStreamQuery(cs);
+    if (r != cudaErrorNotReady) return cuda_check(r, fmt::format("rank {}: a kernel or transfer failed", s_.ops[size_t(op)].rank));
+    if (nccl_ && poll % 64 == 0) nccl_->check_async();
+    if (steady_now_s() - t0 > stall_timeout_s_)
+      throw StallError(fmt::format("rank {}: {} waited {} s for its inputs on the device (a transfer waits for a peer "
+                                   "that never came?)", s_.ops[size_t(op)].rank, schedule::describe(s_, op),
+                                   int(stall_timeout_s_)));
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+// The op's copies of `buffers`, device -> host store, then waits for them.
+void CudaBackend::to_host(OpId op, const std::vector<int>& buffers, cudaStream_t cs) {
+  TensorStore& h = *rank_of(op).host;
+  for (int b : buffers) {
+    auto dst = h.bytes(b, in_.copy(op, b));
+    cuda_check(cudaMemcpyAsync(dst.data(), device(op, b), dst.size(), cudaMemcpyDeviceToHost, cs), "cudaMemcpyAsync (to host)");
+  }
+  host_sync(op, cs);
+}
+
+// Host store -> device, on the op's stream (read by the copy before any later stage writes the host store again:
+// that stage's stream waits for this op's end first).
+void CudaBackend::to_device(OpId op, const std::vector<int>& buffers, cudaStream_t cs) {
+  TensorStore& h = *rank_of(op).host;
+  for (int b : buffers) {
+    auto src = h.bytes(b, in_.copy(op, b));
+    cuda_check(cudaMemcpyAsync(device(op, b), src.data(), src.size(), cudaMemcpyHostToDevice, cs), "cudaMemcpyAsync (to device)");
+  }
+}
+
+// One stage of MTraining's index building: its buffers to the host, the cpu stage
+// (index_building.hpp) on the rank's host store, its outputs back; the conversion
+// uploads the attention ops' new tile plans (CpuCompute::on_replanned). Timed from
+// the op's start event to the end of the upload: the whole round trip.
+void CudaBackend::index_build(OpId id) {
+  Rank& r = rank_of(id);
+  const cudaStream_t cs = stream_of(id).stream;
+  const schedule::Access& a = *s_.access_of(s_.ops[size_t(id)]);
+  std::vector<int> in = a.reads;  // and what it writes: a stage may write a buffer in part
+  for (int b : a.writes)
+    if (std::find(in.begin(), in.end(), b) == in.end()) in.push_back(b);
+  host_sync(id, cs);
+  to_host(id, in, cs);
+  r.index->run(id);
+  to_device(id, a.writes, cs);
+}
+
+std::string CudaBackend::built_index(int layer) const {
+  std::string out;
+  for (const auto& r : rank_state_) r->index->pack_forward(layer, out);
+  return out;
+}
+
 void CudaBackend::read_pass(OpId id) {
   for (int b : s_.access_of(s_.ops[size_t(id)])->reads) dev::read_pass(device(id, b), device_size(id, b), sink_, stream_of(id).stream);
 }
 
 // The op's reads, concatenated, into `to` (zeros past their end), as the cpu backend's concat_reads.
+// The root of the last queries' broadcast sends their rows instead, picked on the host.
 void CudaBackend::concat_reads(OpId op, std::byte* to, int64_t bytes, cudaStream_t cs) {
+  const schedule::Op& o = s_.ops[size_t(op)];
+  if (IndexBuilding* x = rank_of(op).plans->index(); x && writes_last_queries(s_, o) && !s_.access_of(o)->reads.empty()) {
+    host_sync(op, cs);
+    to_host(op, s_.access_of(o)->reads, cs);
+    std::vector<std::byte>& rows = last_queries_[op];  // kept: the copy may read it after this returns
+    rows = x->last_queries(op);
+    cuda_check(cudaMemcpyAsync(to, rows.data(), std::min(rows.size(), size_t(bytes)), cudaMemcpyHostToDevice, cs),
+               "cudaMemcpyAsync (last queries)");
+    if (int64_t(rows.size()) < bytes)
+      cuda_check(cudaMemsetAsync(to + rows.size(), 0, size_t(bytes) - rows.size(), cs), "cudaMemsetAsync");
+    return;
+  }
   int64_t at = 0;
   for (int b : s_.access_of(s_.ops[size_t(op)])->reads) {
     if (at == bytes) break;

@@ -31,6 +31,7 @@
 #include "runtime/cpu_backend.hpp"
 #include "runtime/cpu_compute.hpp"
 #include "runtime/exchange_plan.hpp"
+#include "runtime/index_building.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/layouts.hpp"
 #include "runtime/p2p_channels.hpp"
@@ -83,6 +84,9 @@ class CudaBackend final : public schedule::RunBackend {
   std::vector<OpSample> run_once();
   // Device buffers -> host stores, for read_outputs (--check).
   void download();
+  // For --check: every local rank's forward index of `layer` as pack_built() writes
+  // it ("" when none is built).
+  std::string built_index(int layer) const;
 
   void post(schedule::OpId op) override;
   void start_compute(schedule::OpId op) override;
@@ -104,6 +108,10 @@ class CudaBackend final : public schedule::RunBackend {
   void attention(schedule::OpId op, bool backward);
   void gemm(schedule::OpId op);
   void read_pass(schedule::OpId op);
+  void index_build(schedule::OpId op);
+  void host_sync(schedule::OpId op, cudaStream_t cs);
+  void to_host(schedule::OpId op, const std::vector<int>& buffers, cudaStream_t cs);
+  void to_device(schedule::OpId op, const std::vector<int>& buffers, cudaStream_t cs);
   void issue_nccl_run(size_t stream);
   void issue_nccl_collective(int64_t call);
   void emulate_collective(int64_t call);
@@ -125,6 +133,11 @@ class CudaBackend final : public schedule::RunBackend {
   std::vector<std::unique_ptr<Rank>> rank_state_;
   std::vector<Stream> streams_;  // per plan stream (null stream when not local)
   std::map<std::pair<int, int>, std::unique_ptr<kernels::cuda::DevicePlan>> device_plans_;  // (detail, layer or -1)
+  // Attention ops with a built index: per batch element, uploaded when the conversion
+  // op builds it; replaced plans are kept until the next iteration (kernels may still read them).
+  std::map<schedule::OpId, std::vector<std::unique_ptr<kernels::cuda::DevicePlan>>> built_plans_;
+  std::vector<std::unique_ptr<kernels::cuda::DevicePlan>> retired_plans_;
+  std::map<schedule::OpId, std::vector<std::byte>> last_queries_;  // the root's rows per broadcast, staged for its copy
   std::map<schedule::OpId, ExchangePlan> exchanges_;
   // Device row indices of every all-to-all op: [op] -> per (member, pair) send and recv rows.
   struct Rows {

@@ -2,7 +2,7 @@
 // brute force on small inputs: scores and their causal mask, the static
 // budgets' top-k with sinks and local diagonals, top-p's running share, the
 // same picks whichever way the keys are split over ranks (column sums are
-// local), and the exact check of a built index (check_built_index).
+// local). The check of a built index: index_reference_test.cpp.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -13,7 +13,6 @@
 
 #include "kernels/bf16.hpp"
 #include "runtime/index_algorithm.hpp"
-#include "runtime/index_building.hpp"
 
 namespace rm::runtime {
 namespace {
@@ -161,38 +160,6 @@ TEST(IndexAlgorithm, RowStatisticsCombineExactlyInAnyOrder) {
   for (const auto* p : {&c, &b, &a}) cba.insert(cba.end(), p->begin(), p->end());
   EXPECT_EQ(alg::combine_sum(abc, 2), alg::combine_sum(cba, 2));
   EXPECT_EQ(alg::combine_max(abc, 2), (std::vector<float>{2.f, 3.f}));
-}
-
-std::string pack_one(int head_begin, const std::vector<kernels::VerticalSlash>& heads) {
-  auto put = [](std::string& out, int32_t x) { out.append(reinterpret_cast<const char*>(&x), sizeof x); };
-  std::string out;
-  put(out, head_begin);
-  put(out, int32_t(heads.size()));
-  for (const auto& h : heads) {
-    put(out, int32_t(h.verticals.size()));
-    for (int32_t x : h.verticals) put(out, x);
-    put(out, int32_t(h.slashes.size()));
-    for (int32_t x : h.slashes) put(out, x);
-  }
-  return out;
-}
-
-TEST(IndexAlgorithm, TheBuiltIndexCheckCountsEveryHeadThatDiffers) {
-  kernels::SparseIndex ref;
-  ref.mode = kernels::SparseMode::vertical_slash;
-  ref.vertical_slash = {{{0, 5}, {0, 3}}, {{1}, {0}}, {{2, 7}, {0, 1}}, {{3}, {0, 9}}};
-  const std::string rank0 = pack_one(0, {ref.vertical_slash[0], ref.vertical_slash[1]});
-  const std::string rank1 = pack_one(2, {ref.vertical_slash[2], ref.vertical_slash[3]});
-  const TensorCheck same = check_built_index(ref, {rank0, rank1, ""});
-  EXPECT_TRUE(same.passed());
-  EXPECT_EQ(same.max_rel_error, 0.0);
-  auto off = ref.vertical_slash;
-  off[3].slashes = {0, 8};  // one slash moved on one head
-  const TensorCheck wrong = check_built_index(ref, {rank0, pack_one(2, {off[2], off[3]})});
-  EXPECT_FALSE(wrong.passed());
-  EXPECT_DOUBLE_EQ(wrong.max_rel_error, 0.25);
-  EXPECT_THROW(check_built_index(ref, {rank0.substr(0, 6)}), std::runtime_error);
-  EXPECT_THROW(check_built_index(ref, {""}), std::runtime_error);
 }
 
 }  // namespace

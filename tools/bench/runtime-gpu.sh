@@ -10,12 +10,15 @@
 #      device copies instead of NCCL, so each of its tiles is timed on this GPU):
 #      with --check at 8K, and at 128K with --trace only (the CPU reference is
 #      O(S^2)); next to it the model's predicted trace of the same Schedule
-#   4. tools/bench/kernels-gpu.sh (the kernels' own tests and timings)
+#   4. the dynamic pattern (index_build ops: a host round trip per stage on cuda): one
+#      rank and 8 emulated ranks at 8K with --check (the built index must equal the
+#      reference's), the 8 emulated ranks at 128K for timing (its index_build samples)
+#   5. tools/bench/kernels-gpu.sh (the kernels' own tests and timings)
 # Writes traces and logs to $OUT (or ./runtime-gpu-out).
 #   tools/bench/runtime-gpu.sh
 # Environment: BUILD_DIR (default build-runtime-gpu), CUDA_ARCHS (default native),
-# ITERS (default 3), KERNELS_BENCH=0 skips step 4, CHECK=0 / TRACE=0 drop --check /
-# --trace.
+# ITERS (default 3), DYNAMIC=0 skips step 4, KERNELS_BENCH=0 skips step 5, CHECK=0 /
+# TRACE=0 drop --check / --trace.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD_DIR:-$root/build-runtime-gpu}
@@ -90,6 +93,28 @@ run eight-sparse-128k 180 "${mpirun[@]}" "$bin/ringmaster-run" --schedule "$out/
 say "predicted trace of the 8-rank Schedule"
 "$bin/ringmaster" simulate --schedule "$out/eight-sparse-128k.json.gz" --trace "$out/eight-sparse-128k.predicted.json" |
   tee "$out/eight-sparse-128k.predicted.log" | tail -5
+
+if [ "${DYNAMIC:-1}" != 0 ]; then
+  say "export the dynamic Schedules (index built at run time)"
+  # The dynamic form of the same pattern; the index is built on the contiguous layout,
+  # so the stripe ring shuffles per call (docs/runtime.md, "Index building").
+  dyn=(mtraining-qwen2.5-3b-512k --set cluster=h200-1x8 --set model.layers=2 --set workload.pattern=qwen2.5-3b-static
+       --set parallel.checkpoint=none --set scope=attention_fwd_bwd)
+  ring=(--set parallel.cp=8 --set parallel.ring=ring --set parallel.partition=stripe --set parallel.stripe_tokens=128
+        --set parallel.shuffle=per_call)
+  "$bin/ringmaster" schedule "${dyn[@]}" --set workload.seq_len=8k --set parallel.cp=1 -o "$out/one-dynamic-8k.json.gz" | tail -1
+  "$bin/ringmaster" schedule "${dyn[@]}" --set workload.seq_len=8k "${ring[@]}" -o "$out/eight-dynamic-8k.json.gz" | tail -1
+  "$bin/ringmaster" schedule "${dyn[@]}" --set workload.seq_len=128k "${ring[@]}" -o "$out/eight-dynamic-128k.json.gz" | tail -1
+  traced one-dynamic-8k
+  run one-dynamic-8k 120 "${mpirun[@]}" "$bin/ringmaster-run" --schedule "$out/one-dynamic-8k.json.gz" --backend cuda \
+    "${check[@]}" --iters "$iters" "${trace_args[@]}"
+  traced eight-dynamic-8k
+  run eight-dynamic-8k 150 "${mpirun[@]}" "$bin/ringmaster-run" --schedule "$out/eight-dynamic-8k.json.gz" --backend cuda \
+    --emulate-ranks 8 "${check[@]}" --iters "$iters" "${trace_args[@]}"
+  traced eight-dynamic-128k  # the host stages at 128K: one timed iteration
+  run eight-dynamic-128k 150 "${mpirun[@]}" "$bin/ringmaster-run" --schedule "$out/eight-dynamic-128k.json.gz" --backend cuda \
+    --emulate-ranks 8 --iters 1 --warmup 1 "${trace_args[@]}"
+fi
 
 if [ "${KERNELS_BENCH:-1}" != 0 ]; then
   say "kernel benchmark (tools/bench/kernels-gpu.sh)"

@@ -25,9 +25,12 @@
 #include "kernels/bf16.hpp"
 #include "runtime/buffer_instances.hpp"
 #include "runtime/cpu_compute.hpp"
+#include "runtime/check.hpp"
 #include "runtime/cuda/cuda_backend.hpp"
+#include "runtime/index_reference.hpp"
 #include "runtime/inputs.hpp"
 #include "runtime/layouts.hpp"
+#include "runtime/pattern_index.hpp"
 #include "runtime/world.hpp"
 #include "sim/config/config_store.hpp"
 #include "sim/config/experiment.hpp"
@@ -314,6 +317,59 @@ TEST_F(CudaBackendFake, DataParallelStep) {
 TEST_F(CudaBackendFake, LayerScopeWithGemms) {
   expect_matches(schedule("layer2", "--set parallel.cp=2 --set parallel.ring=ring --set scope=layer --set workload.seq_len=512"),
                  schedule("layer1", "--set parallel.cp=1 --set scope=layer --set workload.seq_len=512"));
+}
+
+// Dynamic sparse patterns: every index_build stage is a host round trip (its buffers
+// down, the cpu stage, its outputs up) and the conversion uploads the tile plans per
+// batch element. Oracles: the built index equals the single-process reference's
+// exactly (seeded inputs), the outputs pass --check's comparison against the reference
+// attention on those picks, in two device orders, and times respect every dependency.
+TEST_F(CudaBackendFake, DynamicIndexBuildingRoundTripsThroughTheHost) {
+  for (const auto& [name, sets] :
+       {std::pair{"dyn-budgets", "--set parallel.cp=2 --set parallel.ring=ring --set parallel.partition=stripe "
+                                 "--set parallel.stripe_tokens=128 --set parallel.shuffle=per_call --set scope=attention_fwd_bwd "
+                                 "--set workload.pattern=tiny-dynamic-vs --set kernel.attention=block_sparse "
+                                 "--set workload.seq_len=1024"},
+        std::pair{"dyn-topp-b2", "--set parallel.cp=2 --set parallel.ring=ring --set parallel.partition=contiguous "
+                                 "--set scope=attention_fwd_bwd --set workload.pattern=tiny-topp-vs "
+                                 "--set kernel.attention=block_sparse --set workload.seq_len=1024 --set workload.batch=2"}}) {
+    const std::string path = schedule(name, sets);
+    const schedule::Schedule s = schedule::read_schedule(path);
+    const Experiment e = parse_experiment(s.experiment, path, "", ConfigStore{});
+    const schedule::RunPlan plan(s);
+    const BufferInstances in(s);
+    const Layouts layouts(s, plan.match, e.workload.batch, e.model.head_dim);
+    ASSERT_TRUE(std::any_of(s.ops.begin(), s.ops.end(), [](const auto& op) { return op.kind == schedule::OpKind::index_build; }));
+    LaunchOptions o;
+    o.schedule = path;
+    o.emulate_ranks = int(s.ranks.size());
+    CudaBackend b(CudaInputs{s, e, plan, in, layouts}, world(), o);
+    b.seed(1);
+    const ReferenceIndex ref = reference_index(s, e, layouts, plan.match, seeded_qk(1), 0);
+    for (uint64_t order : {1u, 2u}) {
+      fake::set_seed(order);
+      Result r;
+      r.s = s;
+      b.run_once();
+      r.times = b.run_once();
+      expect_times_respect_dependencies(r);
+      b.download();
+      const BuiltIndex got = unpack_built_index({b.built_index(0)}, e.workload.batch, e.model.heads);
+      const TensorCheck idx = check_built_index(ref, got);
+      EXPECT_TRUE(idx.passed()) << name << ": " << idx.max_abs_error << " heads differ";
+      std::vector<OutputSlice> slices;
+      for (int rank : b.ranks())
+        for (auto& x : read_outputs(s, layouts, in, b.host(rank))) slices.push_back(std::move(x));
+      CheckProblem c;
+      c.batch = e.workload.batch, c.seq_len = e.workload.seq_len;
+      c.heads = e.model.heads, c.kv_heads = e.model.kv_heads, c.head_dim = e.model.head_dim;
+      c.causal = pattern_causal(e), c.seed = 1, c.backward = true, c.built = true;
+      c.per_batch = got.per_batch;
+      c.index = c.per_batch.at(0);
+      const CheckReport rep = check_attention(c, slices, 2e-2);
+      for (const auto& t : rep.tensors) EXPECT_TRUE(t.passed()) << name << " " << t.name << " " << t.max_rel_error;
+    }
+  }
 }
 
 }  // namespace

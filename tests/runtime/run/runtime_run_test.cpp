@@ -124,6 +124,12 @@ const Kind kKinds[] = {
     {"dynamic_budgets_2d_hp2", "2d-stripe-ring", "--set workload.pattern=tiny-dynamic-vs --set kernel.attention=block_sparse "
                                "--set workload.seq_len=4096 --set parallel.hp=2 --set parallel.partition=stripe "
                                "--set parallel.shuffle=per_call"},
+    // One index per (batch element, head), as MTraining builds it.
+    {"dynamic_budgets_batch2", "stripe-ring", "--set workload.pattern=tiny-dynamic-vs --set kernel.attention=block_sparse "
+                               "--set workload.seq_len=4096 --set workload.batch=2 --set parallel.partition=stripe "
+                               "--set parallel.shuffle=per_call"},
+    {"dynamic_top_p_batch2", "contiguous-ring", "--set workload.pattern=tiny-topp-vs --set kernel.attention=block_sparse "
+                             "--set workload.seq_len=4096 --set workload.batch=2 --set parallel.partition=contiguous"},
 };
 
 class AttentionKinds : public RuntimeRun, public ::testing::WithParamInterface<Kind> {};
@@ -243,6 +249,29 @@ TEST_F(RuntimeRun, LayerScopePassesCheck) {
     EXPECT_THAT(r.out, ::testing::Not(HasSubstr("ABOVE THE BOUND"))) << name;
     EXPECT_THAT(r.out, HasSubstr("2 ranks (runtime-cpu), 1 timed iterations"));
   }
+}
+
+// A built index in the layer scope: picked from Q and K after the QKV GEMM, whose
+// fp32 sums differ from the reference's by rounding; the picks are compared allowing
+// near-ties only (the index line counts them), the attention on the run's own picks.
+TEST_F(RuntimeRun, LayerScopeWithABuiltIndexPassesCheck) {
+  for (const auto& [name, sets] :
+       {std::pair{"layer-dynamic", "--set scope=layer --set workload.pattern=tiny-dynamic-vs --set kernel.attention=block_sparse "
+                                   "--set workload.seq_len=4096 --set parallel.partition=stripe --set parallel.shuffle=per_call"},
+        std::pair{"layer-topp", "--set scope=layer --set workload.pattern=tiny-topp-vs --set kernel.attention=block_sparse "
+                                "--set workload.seq_len=4096 --set parallel.partition=contiguous"}}) {
+    const std::string s = schedule(name, sets);
+    const Shell r = run(2, "--schedule '" + s + "' --check --iters 1 --warmup 0");
+    EXPECT_EQ(r.exit_code, 0) << name << r.out << r.err;
+    for (const char* t : {"O ", "dQ ", "y ", "dx ", "dW_qkv ", "index "})
+      EXPECT_THAT(r.out, HasSubstr(std::string("  ") + t)) << name << " " << t;
+    EXPECT_THAT(r.out, HasSubstr("near-tie pick")) << name;
+    EXPECT_THAT(r.out, ::testing::Not(HasSubstr("ABOVE THE BOUND"))) << name;
+  }
+  const std::string b2 = schedule("layer-dynamic-b2", "--set scope=layer --set workload.pattern=tiny-dynamic-vs "
+                                                      "--set kernel.attention=block_sparse --set workload.seq_len=4096 "
+                                                      "--set workload.batch=2 --set parallel.partition=contiguous");
+  expect_refused(run(2, "--schedule '" + b2 + "' --check"), "needs batch 1");
 }
 
 TEST_F(RuntimeRun, TensorParallelLayersRunForTiming) {
