@@ -18,7 +18,7 @@ Model StepProblem::model() const {
   return m;
 }
 
-StepResult reference_step(const StepProblem& p) {
+StepResult reference_step(const StepProblem& p, const std::vector<std::vector<float>>* params) {
   if (p.layers < 1) throw std::invalid_argument("reference step: layers must be >= 1 (got " + std::to_string(p.layers) + ")");
   if (p.vocab < 1) throw std::invalid_argument("reference step: vocab must be >= 1 (got " + std::to_string(p.vocab) + ")");
   const Model m = p.model();
@@ -35,6 +35,16 @@ StepResult reference_step(const StepProblem& p) {
   std::vector<float>& E = r.before.back();
   E.resize(size_t(el.total));
   for (int64_t i = 0; i < el.total; ++i) E[size_t(i)] = embed_value(el, seed, i);
+  if (params) {
+    if (params->size() != r.before.size())
+      throw std::invalid_argument("reference step: params must hold layers + 1 = " + std::to_string(r.before.size()) + " blocks");
+    for (size_t b = 0; b < r.before.size(); ++b) {
+      if ((*params)[b].size() != r.before[b].size())
+        throw std::invalid_argument("reference step: params block " + std::to_string(b) + " must hold " +
+                                    std::to_string(r.before[b].size()) + " values");
+      r.before[b] = (*params)[b];  // block by block: E refers to the last one
+    }
+  }
   std::vector<int32_t> ids(static_cast<size_t>(rows)), targets(static_cast<size_t>(rows));
   for (int64_t g = 0; g < G; ++g)
     for (int64_t s = 0; s < S; ++s)

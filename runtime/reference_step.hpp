@@ -29,7 +29,8 @@ struct StepResult {
   std::vector<std::vector<float>> before, after;  // per block: the parameters before and after AdamW (after: bf16-rounded)
 };
 
-// Throws std::invalid_argument naming the field on bad sizes.
-StepResult reference_step(const StepProblem& p);
+// On the seeded parameters, or on `params` (per block, e.g. perturbed for finite
+// differences). Throws std::invalid_argument naming the field on bad sizes.
+StepResult reference_step(const StepProblem& p, const std::vector<std::vector<float>>* params = nullptr);
 
 }  // namespace rm::runtime
