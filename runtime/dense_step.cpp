@@ -78,27 +78,30 @@ void adamw_step(std::span<float> w, std::span<float> m, std::span<float> v, std:
   }
 }
 
+// Row by row: the max, then exp(z - max) in fp32 summed in fp64 (the CPU's cost is the exp).
 void cross_entropy(std::span<const float> logits, std::span<const int32_t> targets, int64_t vocab,
                    std::span<float> loss) {
   for (size_t r = 0; r < targets.size(); ++r) {
     const float* z = logits.data() + r * size_t(vocab);
     const float mx = *std::max_element(z, z + vocab);
     double sum = 0;
-    for (int64_t i = 0; i < vocab; ++i) sum += std::exp(double(z[i]) - mx);
+    for (int64_t i = 0; i < vocab; ++i) sum += std::exp(z[i] - mx);
     loss[r] = float(mx + std::log(sum) - z[targets[r]]);
   }
 }
 
 void cross_entropy_backward(std::span<const float> logits, std::span<const int32_t> targets, int64_t vocab,
                             double scale, std::span<float> dlogits) {
+  std::vector<float> e(static_cast<size_t>(vocab));
   for (size_t r = 0; r < targets.size(); ++r) {
     const float* z = logits.data() + r * size_t(vocab);
     float* d = dlogits.data() + r * size_t(vocab);
     const float mx = *std::max_element(z, z + vocab);
     double sum = 0;
-    for (int64_t i = 0; i < vocab; ++i) sum += std::exp(double(z[i]) - mx);
-    for (int64_t i = 0; i < vocab; ++i)
-      d[i] = float((std::exp(double(z[i]) - mx) / sum - (i == targets[r] ? 1.0 : 0.0)) * scale);
+    for (int64_t i = 0; i < vocab; ++i) sum += (e[size_t(i)] = std::exp(z[i] - mx));
+    const float f = float(scale / sum);
+    for (int64_t i = 0; i < vocab; ++i) d[i] = e[size_t(i)] * f;
+    d[targets[r]] -= float(scale);
   }
 }
 
@@ -260,11 +263,17 @@ int DenseStep::find_x(const std::vector<int>& ids) const {
   return -1;
 }
 
-std::vector<float> DenseStep::load(int b, int copy, TensorStore& store) const {
+std::vector<float> DenseStep::load(int b, int copy, TensorStore& store, int64_t at, int64_t n) const {
   const auto buf = store.bytes(b, copy);
   const DType t = s_.buffers[size_t(b)].dtype;
-  std::vector<float> v(buf.size() / size_t(schedule::dtype_bytes(t)));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = element_get(buf, t, int64_t(i));
+  const int64_t have = int64_t(buf.size()) / schedule::dtype_bytes(t);
+  const int64_t count = n < 0 ? have - at : std::min(n, have - at);
+  std::vector<float> v(static_cast<size_t>(std::max<int64_t>(count, 0)));
+  // Whole-buffer conversions (8M-element embedding tables): inline, not element_get per element.
+  if (t == DType::fp32) std::memcpy(v.data(), buf.data() + at * 4, v.size() * 4);
+  else
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = kernels::from_bf16(reinterpret_cast<const kernels::bf16_bits*>(buf.data())[at + int64_t(i)]);
   return v;
 }
 
@@ -272,19 +281,18 @@ void DenseStep::store_to(int b, int copy, std::span<const float> v, TensorStore&
   auto buf = store.bytes(b, copy);
   const DType t = s_.buffers[size_t(b)].dtype;
   const size_t n = std::min(v.size(), buf.size() / size_t(schedule::dtype_bytes(t)));
-  for (size_t i = 0; i < n; ++i) element_put(buf, t, int64_t(i), v[i]);
+  if (t == DType::fp32) std::memcpy(buf.data(), v.data(), n * 4);
+  else
+    for (size_t i = 0; i < n; ++i) reinterpret_cast<kernels::bf16_bits*>(buf.data())[i] = kernels::to_bf16(v[i]);
 }
 
 void DenseStep::run(schedule::OpId id, TensorStore& store) {
   const Op& op = ops_.at(size_t(op_at_.at(size_t(id))));
   const int64_t H = em_.hidden, V = em_.vocab, rows = int64_t(ids_.size());
-  auto norm_weights = [&] {
-    const auto all = load(embed_w_, 0, store);
-    return std::vector<float>(all.begin() + em_.norm, all.begin() + em_.norm + H);
-  };
+  auto norm_weights = [&] { return load(embed_w_, 0, store, em_.norm, H); };
   switch (kind_[size_t(id)]) {
     case Kind::embed: {
-      const auto e = load(embed_w_, 0, store);
+      const auto e = load(embed_w_, 0, store, em_.table, V * H);
       std::vector<float> x(static_cast<size_t>(rows * H));
       for (int64_t r = 0; r < rows; ++r)
         std::copy_n(e.begin() + em_.table + ids_[size_t(r)] * H, H, x.begin() + r * H);
@@ -299,9 +307,9 @@ void DenseStep::run(schedule::OpId id, TensorStore& store) {
       break;
     }
     case Kind::lm_head: {
-      const auto x = load(find(op.reads, "xf"), 0, store), e = load(embed_w_, 0, store);
+      const auto x = load(find(op.reads, "xf"), 0, store), e = load(embed_w_, 0, store, em_.head, V * H);
       std::vector<float> z(static_cast<size_t>(rows * V));
-      sgemm(false, true, rows, V, H, x.data(), e.data() + em_.head, 0.f, z.data());
+      sgemm(false, true, rows, V, H, x.data(), e.data(), 0.f, z.data());
       store_to(find(op.writes, "logits"), 0, z, store);
       break;
     }
@@ -322,9 +330,9 @@ void DenseStep::run(schedule::OpId id, TensorStore& store) {
     case Kind::lm_head_bwd: {
       // The first writer of embed.wgrad in the step: it starts the embedding's gradient.
       const auto dz = load(find(op.reads, "dlogits"), 0, store), x = load(find(op.reads, "xf"), 0, store),
-                 e = load(embed_w_, 0, store);
+                 e = load(embed_w_, 0, store, em_.head, V * H);
       std::vector<float> dx(static_cast<size_t>(rows * H)), g(static_cast<size_t>(em_.total), 0.f);
-      sgemm(false, false, rows, H, V, dz.data(), e.data() + em_.head, 0.f, dx.data());
+      sgemm(false, false, rows, H, V, dz.data(), e.data(), 0.f, dx.data());
       sgemm(true, false, V, H, rows, dz.data(), x.data(), 0.f, g.data() + em_.head);
       store_to(find(op.writes, "dxf"), 0, dx, store);
       store_to(embed_g_, 0, g, store);

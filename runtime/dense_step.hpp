@@ -94,7 +94,8 @@ class DenseStep {
     schedule::OpId id = -1;
     std::vector<int> reads, writes;
   };
-  std::vector<float> load(int b, int copy, TensorStore& store) const;
+  // Elements [at, at + n) of copy `copy` of buffer b as fp32 (n < 0: to its end).
+  std::vector<float> load(int b, int copy, TensorStore& store, int64_t at = 0, int64_t n = -1) const;
   void store_to(int b, int copy, std::span<const float> v, TensorStore& store) const;
   int find(const std::vector<int>& ids, std::string_view name) const;
   int find_x(const std::vector<int>& ids) const;

@@ -54,7 +54,9 @@ TEST(CheckStep, APerturbedGradientOrAStaleParameterFails) {
   CheckReport r = check_step(p, outs, 2e-2);
   EXPECT_FALSE(r.passed());
   for (const auto& t : r.tensors)
-    if (t.name == "dW_down") EXPECT_FALSE(t.passed());
+    if (t.name == "dW_down") {
+      EXPECT_FALSE(t.passed());
+    }
   outs = split(ref, true);
   outs[0].params[1][size_t(w.qkv + 1)] = ref.before[1][size_t(w.qkv + 1)];  // an update lost
   r = check_step(p, outs, 2e-2);
