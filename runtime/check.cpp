@@ -223,7 +223,7 @@ CheckReport check_step(const StepProblem& p, const std::vector<StepOutputs>& ran
   }
   for (const Part& part : parts) {
     TensorCheck g{part.grad, 0}, u{part.update, 0};
-    g.bound = bound, u.bound = kUpdateBound;
+    g.bound = bound * kStepGradientFactor, u.bound = kUpdateBound;
     for (size_t b = 0; b < blocks; ++b) {
       if ((b + 1 == blocks) != part.embed) continue;
       const auto first = size_t(part.at), last = size_t(part.at + part.n);
@@ -231,7 +231,7 @@ CheckReport check_step(const StepProblem& p, const std::vector<StepOutputs>& ran
       const std::vector<float> want(ref.grad[b].begin() + long(first), ref.grad[b].begin() + long(last));
       for (const auto& got : *part.grad ? grads[b] : std::vector<std::vector<float>>{}) {
         const TensorCheck one = compare(part.grad, std::vector<float>(got.begin() + long(first), got.begin() + long(last)),
-                                        want, bound);
+                                        want, g.bound);
         g.max_abs_error = std::max(g.max_abs_error, one.max_abs_error);
         g.max_ref = std::max(g.max_ref, one.max_ref);
       }

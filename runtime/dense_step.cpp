@@ -168,11 +168,8 @@ DenseStep::DenseStep(const schedule::Schedule& s, const Experiment& e, const Den
     if (slot) *slot = b.id;
   }
   const auto& T = layer.tokens();
-  for (int64_t b = 0; b < batch_; ++b)
-    for (int32_t t : T) {
-      ids_.push_back(token_id(0, sample_base_ + b, t, em_.vocab));  // re-drawn in seed() with the run's seed
-      targets_.push_back(0);
-    }
+  ids_.assign(size_t(batch_) * T.size(), 0);  // drawn in seed(), with the run's seed
+  targets_.assign(ids_.size(), 0);
   for (const auto& op : s.ops) {
     if (op.rank != rank || op.layer >= 0 || (op.kind != OpKind::gemm && op.kind != OpKind::elementwise)) continue;
     const schedule::Access* a = s.access_of(op);
