@@ -1,10 +1,12 @@
 #include "runtime/check.hpp"
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "kernels/bf16.hpp"
 #include "runtime/reference.hpp"
 #include "runtime/reference_layer.hpp"
 
@@ -149,6 +151,116 @@ CheckReport check_layer(const CheckProblem& p, const std::vector<OutputSlice>& s
   part("dW_o", w.o, w.q * w.hidden);
   part("dW_gu", w.gu, w.hidden * 2 * w.inter);
   part("dW_down", w.down, w.inter * w.hidden);
+  return r;
+}
+
+// ---- the step scope ----------------------------------------------------------------------
+
+namespace {
+
+// The full copies of one parameter block that the ranks hold: each full slice
+// alone, and the shards (at > 0 or shorter) assembled into one, each element once.
+std::vector<std::vector<float>> copies_of_block(const std::vector<StepOutputs>& ranks, size_t block, bool grad,
+                                                size_t total, const std::string& what) {
+  std::vector<std::vector<float>> out;
+  std::optional<Global> shards;
+  for (const StepOutputs& o : ranks) {
+    const auto& v = grad ? o.grad.at(block) : o.params.at(block);
+    const size_t at = size_t(grad ? o.grad_at.at(block) : o.param_at.at(block));
+    if (at == 0 && v.size() == total) {
+      out.push_back(v);
+      continue;
+    }
+    if (!shards) shards.emplace(what, total);
+    for (size_t i = 0; i < v.size(); ++i) shards->put(at + i, v[i]);
+  }
+  if (shards) {
+    shards->require_covered();
+    out.push_back(std::move(shards->got));
+  }
+  if (out.empty()) throw std::runtime_error(what + ": no rank holds it");
+  return out;
+}
+
+}  // namespace
+
+CheckReport check_step(const StepProblem& p, const std::vector<StepOutputs>& ranks, double bound) {
+  const StepResult ref = reference_step(p);
+  const Model m = p.model();
+  const WeightLayout w(m);
+  const EmbedLayout el(m);
+  const size_t S = size_t(p.layer.seq_len), blocks = size_t(p.layers + 1);
+  CheckReport r;
+  r.bound = bound;
+  Global loss("loss", ref.loss.size());
+  for (const StepOutputs& o : ranks) {
+    if (o.grad.size() != blocks || o.params.size() != blocks)
+      throw std::runtime_error(fmt::format("rank {}: its step outputs hold {} parameter blocks; expected {}", o.rank,
+                                           o.grad.size(), blocks));
+    const size_t T = o.tokens.size();
+    for (size_t row = 0; row < o.loss.size(); ++row)
+      loss.put((size_t(o.sample_base) + row / T) * S + size_t(o.tokens.at(row % T)), o.loss[row]);
+  }
+  loss.require_covered();
+  r.tensors.push_back(compare("loss", loss.got, ref.loss, bound));
+
+  struct Part {
+    const char* grad;
+    const char* update;
+    bool embed;
+    int64_t at, n;
+  };
+  std::vector<Part> parts{{"dW_qkv", "W_qkv'", false, w.qkv, w.hidden * w.qkv_width()},
+                          {"dW_o", "W_o'", false, w.o, w.q * w.hidden},
+                          {"dW_gu", "W_gu'", false, w.gu, w.hidden * 2 * w.inter},
+                          {"dW_down", "W_down'", false, w.down, w.inter * w.hidden},
+                          {"dE", "E'", true, el.table, el.vocab * el.hidden},
+                          {"", "norm1'", false, w.norm1, w.hidden},  // the norm weights: no gradient, decay only
+                          {"", "norm2'", false, w.norm2, w.hidden},
+                          {"", "norm_f'", true, el.norm, el.hidden}};
+  if (!el.tied) parts.push_back({"dW_head", "W_head'", true, el.head, el.vocab * el.hidden});
+  // Per block: every copy of its gradient and parameters.
+  std::vector<std::vector<std::vector<float>>> grads(blocks), params(blocks);
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t total = b + 1 == blocks ? size_t(el.total) : size_t(w.total);
+    const std::string which = b + 1 == blocks ? "the embedding's" : fmt::format("layer {}'s", b);
+    grads[b] = copies_of_block(ranks, b, true, total, which + " gradient");
+    params[b] = copies_of_block(ranks, b, false, total, which + " parameters");
+  }
+  for (const Part& part : parts) {
+    TensorCheck g{part.grad, 0}, u{part.update, 0};
+    g.bound = bound * kStepGradientFactor, u.bound = kUpdateBound;
+    for (size_t b = 0; b < blocks; ++b) {
+      if ((b + 1 == blocks) != part.embed) continue;
+      const auto first = size_t(part.at), last = size_t(part.at + part.n);
+      g.elements += part.n, u.elements += part.n;
+      const std::vector<float> want(ref.grad[b].begin() + long(first), ref.grad[b].begin() + long(last));
+      for (const auto& got : *part.grad ? grads[b] : std::vector<std::vector<float>>{}) {
+        const TensorCheck one = compare(part.grad, std::vector<float>(got.begin() + long(first), got.begin() + long(last)),
+                                        want, g.bound);
+        g.max_abs_error = std::max(g.max_abs_error, one.max_abs_error);
+        g.max_ref = std::max(g.max_ref, one.max_ref);
+      }
+      // AdamW's first step from w0 on the gradient the rank reduced: the same arithmetic on
+      // the same bf16 values, so a correct run matches it exactly.
+      for (size_t c = 0; c < params[b].size(); ++c) {
+        const auto& grad = grads[b][std::min(c, grads[b].size() - 1)];
+        std::vector<float> want_w(ref.before[b].begin() + long(first), ref.before[b].begin() + long(last)),
+            m0(want_w.size(), 0.f), v0(want_w.size(), 0.f);
+        adamw_step(want_w, m0, v0, std::span<const float>(grad).subspan(first, last - first), 1);
+        for (size_t i = 0; i < want_w.size(); ++i) {
+          want_w[i] = kernels::round_bf16(want_w[i]);
+          const double err = std::abs(double(params[b][c][first + i]) - want_w[i]);
+          u.max_abs_error = std::max(u.max_abs_error, std::isfinite(err) ? err : INFINITY);
+          u.max_ref = std::max(u.max_ref, std::abs(double(want_w[i]) - ref.before[b][first + i]));
+        }
+      }
+    }
+    u.max_rel_error = u.max_abs_error / std::max(u.max_ref, 1e-30);
+    g.max_rel_error = g.max_abs_error / std::max(g.max_ref, 1e-30);
+    if (*part.grad) r.tensors.push_back(g);
+    r.tensors.push_back(u);
+  }
   return r;
 }
 

@@ -6,14 +6,17 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/tile.hpp"
 #include "runtime/dense_layer.hpp"
+#include "runtime/dense_step.hpp"
 #include "runtime/inputs.hpp"
 #include "runtime/reference.hpp"
 #include "runtime/reference_layer.hpp"
+#include "runtime/reference_step.hpp"
 #include "sim/config/experiment.hpp"
 
 namespace rm::runtime {
@@ -23,6 +26,19 @@ namespace rm::runtime {
 // lost ring step moves it by > 4e-3 even at cp = 32 — where the bf16 bound (2e-2)
 // would miss it (docs/runtime-check.md, "The bound").
 inline constexpr double kFp32PathBound = 1e-4;
+
+// The bound of the parameters after AdamW in the step scope: max |got - AdamW(w0, g)| /
+// max |AdamW(w0, g) - w0|, g the gradient the rank reduced (itself checked against the
+// reference). The same arithmetic on the same values: a correct run matches exactly,
+// a lost update or a missed ZeRO gather is off by a whole update (docs/runtime-check.md,
+// "The step scope"). Against the reference's own gradient Adam's first step (~ -lr
+// sign(g)) would flip wherever g is within the noise of 0.
+inline constexpr double kUpdateBound = 1e-6;
+// The step's weight gradients are held to this x the bf16 bound (5e-2 by default):
+// they pass through more bf16 storage than the layer's (the LM head's dlogits, two
+// layers of bf16 dx, bf16 wgrad summed in a bf16 collective). Measured noise up to
+// 1.1e-2; a lost ring step or a skipped reduction moves them by 0.35 or more.
+inline constexpr double kStepGradientFactor = 2.5;
 
 struct TensorCheck {
   std::string name;  // "O", "LSE", "dQ", "dK", "dV", ...
@@ -55,6 +71,8 @@ struct CheckProblem {
   bool layer = false;
   int64_t hidden = 0, intermediate = 0;
   int layer_index = 0;
+  // The step scope (check_step): the whole step's problem; index and the attention's flags unused.
+  std::optional<StepProblem> step;
 };
 
 // Throws std::runtime_error when the slices overlap, leave elements uncovered or
@@ -71,5 +89,14 @@ LayerProblem layer_problem(const CheckProblem& p);
 // against reference_layer.hpp on the same seed.
 CheckReport check_layer(const CheckProblem& p, const std::vector<OutputSlice>& slices,
                         const std::vector<DenseOutputs>& dense, double bound);
+
+// The step scope: the per-token loss (each token from exactly one rank), every
+// weight gradient after the replicas' reduction (each rank's copy, or the ZeRO
+// shards assembled) against reference_step.hpp on the same seed within
+// kStepGradientFactor x `bound`,
+// and every parameter after AdamW within kUpdateBound. The GEMM weights are reported
+// per kind over every layer (dW_qkv, ...; after AdamW W_qkv', ...), the embedding as
+// dE and E' (dW_head, W_head' when untied), the norm weights (no gradient) as norm1', norm2', norm_f'.
+CheckReport check_step(const StepProblem& p, const std::vector<StepOutputs>& ranks, double bound);
 
 }  // namespace rm::runtime

@@ -56,7 +56,8 @@ class CpuBackend final : public schedule::RunBackend {
   std::vector<OpSample> run_once(int iteration = 0);
 
   // Testing aid (--inject-fault): op `op` of this rank throws, never returns (a stuck
-  // device) or silently does nothing (a lost ring step, which --check must catch).
+  // device) or silently does nothing (a lost ring step, which --check must catch); a
+  // collective with `skip` runs but drops its result (a lost gradient reduction).
   enum class Fault { fail, hang, skip };
   void inject_fault(schedule::OpId op, Fault f) { fault_op_ = op, fault_ = f; }
 

@@ -160,6 +160,7 @@ const kernels::TilePlan& CpuCompute::plan_of(const schedule::Op& op, int64_t b) 
 void CpuCompute::run(schedule::OpId id) {
   const schedule::Op& op = s_.ops[size_t(id)];
   if (dense_ && dense_->runs(id)) return dense_->run(id, store_);
+  if (step_ && step_->runs(id)) return step_->run(id, store_);
   switch (op.kind) {
     case OpKind::attn_fwd: attention(op, false); break;
     case OpKind::attn_bwd: attention(op, true); break;

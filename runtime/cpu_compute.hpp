@@ -6,7 +6,8 @@
 // effect the attention op and the send apply) and, with tp > 1, the dense
 // layer's norms and activations as a read pass over their inputs — their memory
 // traffic, which is what the model charges for them. With tp = 1 the dense
-// layer's ops run numerically instead (dense_layer.hpp).
+// layer's ops run numerically instead (dense_layer.hpp), and so do the step's
+// embedding, LM head, loss and optimizer (dense_step.hpp).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "kernels/plan.hpp"
 #include "runtime/buffer_instances.hpp"
 #include "runtime/dense_layer.hpp"
+#include "runtime/dense_step.hpp"
 #include "runtime/index_building.hpp"
 #include "runtime/layouts.hpp"
 #include "runtime/tensor_store.hpp"
@@ -47,6 +49,8 @@ class CpuCompute {
   void run(schedule::OpId op);
   // The dense layer's norms, GEMMs and SwiGLU run numerically through `d` (tp = 1).
   void use_dense(const DenseLayer* d) { dense_ = d; }
+  // The step scope's embedding, final norm, LM head, loss and AdamW run numerically through `x` (tp = 1).
+  void use_step(DenseStep* x) { step_ = x; }
   // index_build ops run through `x`, and attention ops whose index is built get
   // their tile plans when it is (before prepare()).
   void use_index(IndexBuilding* x);
@@ -73,6 +77,7 @@ class CpuCompute {
   AttentionPatterns patterns_;
   std::map<std::pair<int, int>, kernels::TilePlan> plans_;  // (detail, layer or -1) -> plan
   const DenseLayer* dense_ = nullptr;
+  DenseStep* step_ = nullptr;
   IndexBuilding* index_ = nullptr;
   std::function<void(schedule::OpId)> replanned_;
   // Attention ops with a built index: their plans per batch element, made when

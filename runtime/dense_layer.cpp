@@ -46,14 +46,8 @@ namespace {
 constexpr uint64_t kWeightDomain = 0x5745494748545321ull, kXDomain = 0x585f494e50555421ull,
                    kDyDomain = 0x44595f494e505554ull;
 
-float get(std::span<const std::byte> buf, DType t, int64_t i) {
-  if (t == DType::fp32) return reinterpret_cast<const float*>(buf.data())[i];
-  return kernels::from_bf16(reinterpret_cast<const kernels::bf16_bits*>(buf.data())[i]);
-}
-void put(std::span<std::byte> buf, DType t, int64_t i, float v) {
-  if (t == DType::fp32) reinterpret_cast<float*>(buf.data())[i] = v;
-  else reinterpret_cast<kernels::bf16_bits*>(buf.data())[i] = kernels::to_bf16(v);
-}
+float get(std::span<const std::byte> buf, DType t, int64_t i) { return element_get(buf, t, i); }
+void put(std::span<std::byte> buf, DType t, int64_t i, float v) { element_put(buf, t, i, v); }
 
 bool is_x(const std::string& name) {  // x{layer}: a layer's input activations
   return name.size() > 1 && name[0] == 'x' &&
@@ -67,6 +61,15 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, co
 }
 
 }  // namespace
+
+float element_get(std::span<const std::byte> buf, DType t, int64_t i) {
+  if (t == DType::fp32) return reinterpret_cast<const float*>(buf.data())[i];
+  return kernels::from_bf16(reinterpret_cast<const kernels::bf16_bits*>(buf.data())[i]);
+}
+void element_put(std::span<std::byte> buf, DType t, int64_t i, float v) {
+  if (t == DType::fp32) reinterpret_cast<float*>(buf.data())[i] = v;
+  else reinterpret_cast<kernels::bf16_bits*>(buf.data())[i] = kernels::to_bf16(v);
+}
 
 float weight_value(const WeightLayout& w, uint64_t seed, int layer, int64_t index) {
   const float u = input_value(seed ^ kWeightDomain, InputTensor::q, layer, index, 0, 0);

@@ -50,6 +50,10 @@ float weight_value(const WeightLayout& w, uint64_t seed, int layer, int64_t inde
 enum class DenseInput : uint8_t { x, dy };
 float dense_input_value(uint64_t seed, DenseInput t, int64_t b, int64_t token, int64_t feature);
 
+// Element i of a bf16 or fp32 buffer as fp32, and back (rounded to bf16 when the buffer is).
+float element_get(std::span<const std::byte> buf, schedule::DType t, int64_t i);
+void element_put(std::span<std::byte> buf, schedule::DType t, int64_t i, float v);
+
 // Row-wise kernels on [rows x width] fp32 data, shared with the reference.
 // y = x / rms(x) * w, rms(x) = sqrt(mean(x^2) + eps).
 void rms_norm(std::span<const float> x, std::span<const float> w, std::span<float> y, int64_t width);
@@ -83,6 +87,8 @@ class DenseLayer {
 
   bool active() const { return !ops_.empty(); }
   bool runs(schedule::OpId op) const { return size_t(op) < kind_.size() && kind_[size_t(op)] != Kind::none; }
+  // The dense rows: row b x T + t holds global token tokens()[t] of batch row b.
+  const std::vector<int32_t>& tokens() const { return tokens_; }
   // Executes a recognised op on `store` (ops on other streams may run at once:
   // the Schedule orders every access to a buffer).
   void run(schedule::OpId op, TensorStore& store) const;

@@ -22,6 +22,7 @@
 #include "runtime/cpu_backend.hpp"
 #include "runtime/cpu_compute.hpp"
 #include "runtime/dense_layer.hpp"
+#include "runtime/dense_step.hpp"
 #ifdef RINGMASTER_HAVE_CUDA_BACKEND
 #include "runtime/cuda/cuda_backend.hpp"
 #endif
@@ -68,6 +69,7 @@ struct Prepared {
   std::unique_ptr<CpuCompute> compute;
   std::unique_ptr<IndexBuilding> index;  // dynamic sparse patterns: the index_build ops
   std::unique_ptr<DenseLayer> dense;
+  std::unique_ptr<DenseStep> step;  // the step scope's embedding, loss and optimizer (tp = 1)
   std::optional<CheckProblem> check;  // with --check
   struct Fault {
     int rank = 0;
@@ -87,10 +89,11 @@ Prepared::Fault parse_fault(const std::string& text, const schedule::Schedule& s
   if (std::sscanf(text.c_str(), "%d:%lld:%7s", &f.rank, &op, kind) != 3 ||
       (std::string(kind) != "fail" && std::string(kind) != "hang" && std::string(kind) != "skip"))
     throw ConfigError("--inject-fault " + text + ": expected RANK:OP:fail, RANK:OP:hang or RANK:OP:skip");
+  const bool skip = std::string(kind) == "skip";
   if (op < 0 || size_t(op) >= s.ops.size() || s.ops[size_t(op)].rank != f.rank ||
-      !schedule::is_compute(s.ops[size_t(op)].kind))
+      !(schedule::is_compute(s.ops[size_t(op)].kind) || (skip && schedule::is_collective(s.ops[size_t(op)].kind))))
     throw ConfigError("--inject-fault " + text + ": op " + std::to_string(op) + " is not a compute op of rank " +
-                      std::to_string(f.rank));
+                      std::to_string(f.rank) + (skip ? " (nor a collective: skip drops a collective's result)" : ""));
   f.op = op;
   f.kind = std::string(kind) == "hang"   ? CpuBackend::Fault::hang
            : std::string(kind) == "skip" ? CpuBackend::Fault::skip
@@ -99,10 +102,10 @@ Prepared::Fault parse_fault(const std::string& text, const schedule::Schedule& s
 }
 
 // What --check compares: the attention of the Schedule's one layer, on the same seed.
+CheckProblem step_check_problem(const LaunchOptions& o, const Prepared& p);
+
 CheckProblem check_problem(const LaunchOptions& o, const Prepared& p) {
-  if (p.e.scope != Scope::attention_fwd && p.e.scope != Scope::attention_fwd_bwd && p.e.scope != Scope::layer)
-    throw ConfigError(o.schedule + ": --check compares attention and layer outputs and gradients: export the Schedule "
-                                   "with scope attention_fwd, attention_fwd_bwd or layer (the step scope runs for timing only)");
+  if (p.e.scope == Scope::step) return step_check_problem(o, p);
   if (p.e.scope == Scope::layer && p.e.parallel.tp != 1)
     throw ConfigError(fmt::format("{}: --check of the layer scope needs tp = 1 (with tp > 1 the dense layer runs for "
                                   "timing only); this Schedule has tp = {}", o.schedule, p.e.parallel.tp));
@@ -150,6 +153,39 @@ CheckProblem check_problem(const LaunchOptions& o, const Prepared& p) {
   return c;
 }
 
+// The step scope: the loss, the reduced gradients and the updated parameters (check_step).
+CheckProblem step_check_problem(const LaunchOptions& o, const Prepared& p) {
+  if (p.e.parallel.tp != 1)
+    throw ConfigError(fmt::format("{}: --check of the step scope needs tp = 1 (with tp > 1 the dense parts run for "
+                                  "timing only); this Schedule has tp = {}", o.schedule, p.e.parallel.tp));
+  if (o.backend != "cpu")
+    throw ConfigError(o.schedule + ": --check of the step scope runs on the cpu backend (the cuda backend runs the dense "
+                                   "parts for timing only)");
+  if (!p.step || !p.step->active())
+    throw ConfigError(o.schedule + ": --check of the step scope found none of the step's embedding, loss and optimizer ops");
+  CheckProblem c;
+  StepProblem sp;
+  LayerProblem& lp = sp.layer;
+  lp.batch = int64_t(p.e.parallel.dp) * p.e.workload.batch, lp.seq_len = int32_t(p.e.workload.seq_len);
+  lp.hidden = p.e.model.hidden, lp.intermediate = p.e.model.intermediate;
+  lp.heads = p.e.model.heads, lp.kv_heads = p.e.model.kv_heads, lp.head_dim = p.e.model.head_dim;
+  lp.causal = pattern_causal(p.e), lp.seed = o.seed;
+  sp.layers = p.e.model.layers, sp.vocab = p.e.model.vocab, sp.tied = p.e.model.tied_embeddings;
+  bool pattern = false;
+  for (const auto& op : p.s.ops)
+    if (const schedule::Attention* a = p.s.attention_of(op)) {
+      pattern |= a->index == schedule::IndexSource::pattern;
+      if (a->index == schedule::IndexSource::built)
+        throw ConfigError(o.schedule + ": --check of the step scope with an index built at run time is not supported "
+                                       "(as for the layer scope); the step runs for timing");
+    }
+  if (pattern)
+    for (int l = 0; l < sp.layers; ++l) sp.index_by_layer.push_back(pattern_index(p.e, l));
+  c.step = std::move(sp);
+  c.seed = o.seed;
+  return c;
+}
+
 void prepare(const LaunchOptions& o, const World& world, Prepared& p) {
 #ifndef RINGMASTER_HAVE_CUDA_BACKEND
   if (o.backend == "cuda")
@@ -191,6 +227,8 @@ void prepare(const LaunchOptions& o, const World& world, Prepared& p) {
   p.compute->prepare();
   p.dense = std::make_unique<DenseLayer>(p.s, p.e, *p.layouts, *p.instances, world.rank());
   p.compute->use_dense(p.dense.get());
+  p.step = std::make_unique<DenseStep>(p.s, p.e, *p.dense, world.rank());
+  p.compute->use_step(p.step.get());
   if (o.check) p.check = check_problem(o, p);
   if (!o.inject_fault.empty()) p.fault = parse_fault(o.inject_fault, p.s);
 }
@@ -207,13 +245,41 @@ struct Runner {
   std::function<std::vector<OpSample>()> run_once;        // this process's ops, once
   std::function<std::vector<OutputSlice>()> outputs;       // its ranks' attention outputs, after a run
   std::function<std::string()> dense_outputs;              // packed DenseOutputs ("" when none)
+  std::function<std::string()> step_outputs = [] { return std::string(); };  // packed StepOutputs
   std::function<std::string()> built_index = [] { return std::string(); };  // packed forward index ("" when none)
   std::function<void()> before_iteration = [] {};
   traces::Source source = traces::Source::runtime_cpu;
 };
 
+void print_check(const LaunchOptions& o, const CheckReport& r) {
+  if (o.json) return;
+  const bool updates = std::any_of(r.tensors.begin(), r.tensors.end(), [](const TensorCheck& t) { return t.name.back() == '\''; });
+  std::printf("check against the single-process reference (seed %llu; error = max |got-ref| / max |ref|%s):\n",
+              static_cast<unsigned long long>(o.seed), updates ? "; X': after AdamW, against AdamW on the reduced gradient, error / max update" : "");
+  std::printf("  %-7s %12s %12s %12s %9s  %s\n", "", "elements", "max |ref|", "max rel err", "bound", "");
+  for (const auto& t : r.tensors)
+    std::printf("  %-7s %12lld %12.4g %12.3e %9.0e  %s%s%s\n", t.name.c_str(), static_cast<long long>(t.elements),
+                t.max_ref, t.max_rel_error, t.bound, t.passed() ? "ok" : "ABOVE THE BOUND", t.note.empty() ? "" : "  ",
+                t.note.c_str());
+  std::fflush(stdout);
+}
+
 CheckOutcome run_check(const LaunchOptions& o, const Prepared& p, Runner& runner, const World& world) {
   runner.run_once();
+  if (p.check->step) {
+    const auto all = world.gather(runner.step_outputs());
+    CheckOutcome out;
+    std::string verdict;
+    if (world.rank() == 0) {
+      std::vector<StepOutputs> ranks;
+      for (const auto& bytes : all) ranks.push_back(unpack_step(bytes));
+      out.report = check_step(*p.check->step, ranks, o.check_bound);
+      print_check(o, *out.report);
+      verdict = out.report->passed() ? "pass" : "fail";
+    }
+    out.passed = world.broadcast(verdict) == "pass";
+    return out;
+  }
   const auto all = world.gather(pack(runner.outputs()));
   const auto dense = world.gather(p.check->layer ? runner.dense_outputs() : std::string());
   const auto built = world.gather(p.check->built ? runner.built_index() : std::string());
@@ -238,16 +304,7 @@ CheckOutcome run_check(const LaunchOptions& o, const Prepared& p, Runner& runner
     }
     out.report = c.layer ? check_layer(c, slices, layer, o.check_bound) : check_attention(c, slices, o.check_bound);
     if (index_check) out.report->tensors.push_back(*index_check);
-    if (!o.json) {
-      std::printf("check against the single-process reference (seed %llu; error = max |got-ref| / max |ref|):\n",
-                  static_cast<unsigned long long>(o.seed));
-      std::printf("  %-7s %12s %12s %12s %9s  %s\n", "", "elements", "max |ref|", "max rel err", "bound", "");
-      for (const auto& t : out.report->tensors)
-        std::printf("  %-7s %12lld %12.4g %12.3e %9.0e  %s%s%s\n", t.name.c_str(), static_cast<long long>(t.elements),
-                    t.max_ref, t.max_rel_error, t.bound, t.passed() ? "ok" : "ABOVE THE BOUND", t.note.empty() ? "" : "  ",
-                    t.note.c_str());
-      std::fflush(stdout);
-    }
+    print_check(o, *out.report);
     verdict = out.report->passed() ? "pass" : "fail";
   }
   out.passed = world.broadcast(verdict) == "pass";
@@ -364,12 +421,14 @@ int launch(const LaunchOptions& o, int* argc, char*** argv) {
       world.make_group_comms(p.s);
       seed_inputs(p.s, *p.layouts, *p.store, o.seed);
       p.dense->seed(*p.store, o.seed);
+      p.step->seed(*p.store, o.seed);
       cpu = std::make_unique<CpuBackend>(p.s, *p.plan, *p.layouts, *p.instances, *p.store, *p.compute, world,
                                          o.stall_timeout_s);
       if (p.fault && p.fault->rank == world.rank()) cpu->inject_fault(p.fault->op, p.fault->kind);
       runner.run_once = [&cpu] { return cpu->run_once(); };
       runner.outputs = [&p] { return read_outputs(p.s, *p.layouts, *p.instances, *p.store); };
       runner.dense_outputs = [&p] { return pack(p.dense->read_outputs(*p.store)); };
+      runner.step_outputs = [&p] { return pack(p.step->read_outputs(*p.store)); };
       runner.built_index = [&p] {
         std::string out;
         if (p.check && p.check->built) p.index->pack_forward(p.check->layer_index, out);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -274,6 +275,51 @@ TEST_F(RuntimeRun, LayerScopeWithABuiltIndexPassesCheck) {
   expect_refused(run(2, "--schedule '" + b2 + "' --check"), "needs batch 1");
 }
 
+// The step scope (tp = 1): the per-token loss, every weight gradient after the
+// replicas' reduction and every parameter after AdamW against the reference step.
+const char* const kStepTensors[] = {"loss ", "dW_qkv ", "W_qkv' ", "dW_o ", "dW_gu ", "dW_down ", "W_down' ", "dE ", "E' ", "norm_f' "};
+const std::string kStep = "--set scope=step --set workload.seq_len=512";
+
+TEST_F(RuntimeRun, StepScopePassesCheck) {
+  // cp = 2 with ZeRO 1 (reduce-scatter, AdamW on shards, all-gather); dp = 2 x cp = 2 with
+  // ZeRO 0 (all-reduce over 4 replicas) and ZeRO 3 (gathers before each layer).
+  for (const auto& [name, np, sets] :
+       {std::tuple{"step-cp2-zero1", 2, kStep},
+        std::tuple{"step-dp2-cp2-zero0", 4, kStep + " --set parallel.dp=2 --set parallel.zero_stage=0"},
+        std::tuple{"step-dp2-cp2-zero3", 4, kStep + " --set parallel.dp=2 --set parallel.zero_stage=3"}}) {
+    const std::string s = schedule(name, sets);
+    const Shell r = run(np, "--schedule '" + s + "' --check --iters 1 --warmup 0", 240);
+    EXPECT_EQ(r.exit_code, 0) << name << r.out << r.err;
+    for (const char* t : kStepTensors) EXPECT_THAT(r.out, HasSubstr(std::string("  ") + t)) << name << " " << t;
+    EXPECT_THAT(r.out, ::testing::Not(HasSubstr("ABOVE THE BOUND"))) << name;
+    EXPECT_THAT(r.out, HasSubstr(std::to_string(np) + " ranks (runtime-cpu), 1 timed iterations"));
+  }
+}
+
+// A lost ring step (an attention op skipped), a skipped gradient reduce-scatter and a
+// skipped ZeRO parameter gather each fail the step's check.
+TEST_F(RuntimeRun, StepScopeFaultsFailTheCheck) {
+  const std::string s = schedule("step-faults", kStep);
+  const rm::schedule::Schedule sched = rm::schedule::read_schedule(s);
+  rm::schedule::OpId ring = -1, reduce = -1, gather = -1;
+  for (const auto& op : sched.ops) {
+    if (op.rank != 1) continue;
+    if (op.kind == rm::schedule::OpKind::attn_bwd && op.layer == 0 && op.step == 1) ring = op.id;
+    if (op.kind == rm::schedule::OpKind::reduce_scatter && op.layer == 0) reduce = op.id;
+    if (op.kind == rm::schedule::OpKind::all_gather && op.phase == rm::schedule::Phase::optimizer && op.layer == 0)
+      gather = op.id;
+  }
+  ASSERT_GE(ring, 0);
+  ASSERT_GE(reduce, 0);
+  ASSERT_GE(gather, 0);
+  for (const auto& [op, what] : {std::pair{ring, "dW_qkv .*ABOVE THE BOUND"}, std::pair{reduce, "dW_down .*ABOVE THE BOUND"},
+                                 std::pair{gather, "W_qkv' .*ABOVE THE BOUND"}}) {
+    const Shell r = run(2, "--schedule '" + s + "' --check --iters 1 --warmup 0 --inject-fault 1:" + std::to_string(op) + ":skip", 240);
+    EXPECT_EQ(r.exit_code, 1) << op << r.out << r.err;
+    EXPECT_THAT(r.out, ::testing::ContainsRegex(what)) << op << r.out;
+  }
+}
+
 TEST_F(RuntimeRun, TensorParallelLayersRunForTiming) {
   const std::string s = schedule("layer-tp", "--set scope=layer --set parallel.tp=2");
   const Shell r = run(4, "--schedule '" + s + "' --iters 1 --warmup 0");
@@ -315,8 +361,8 @@ TEST_F(RuntimeRun, RefusesBuffersThatDoNotFit) {
 }
 
 TEST_F(RuntimeRun, RefusesCheckOnAScopeItCannotCompare) {
-  const std::string s = schedule("step", "--set scope=step");
-  expect_refused(run(2, "--schedule '" + s + "' --check"), "--check compares");
+  const std::string s = schedule("step-tp", "--set scope=step --set parallel.tp=2 --set workload.seq_len=512");
+  expect_refused(run(4, "--schedule '" + s + "' --check"), "--check of the step scope needs tp = 1");
 }
 
 TEST_F(RuntimeRun, RefusesAnIndexBuiltOnStripedKeys) {
