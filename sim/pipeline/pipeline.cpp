@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "sim/cost/cost_model.hpp"
+#include "sim/engine/analytic.hpp"
+#include "sim/engine/simgrid_engine.hpp"
 #include "sim/generate/attention_kind.hpp"
 #include "sim/generate/footprint.hpp"
 #include "sim/generate/generate.hpp"
@@ -137,19 +139,25 @@ std::string schedule_key(const Experiment& e) {
                      e.workload.pattern_base_dir);
 }
 
-PointResult Session::run_point(const Experiment& e, engine::EngineKind kind) {
+PointResult Session::run_point(const Experiment& e, engine::EngineKind kind, bool with_bound_by) {
   std::string key = schedule_key(e);
   if (!last_ || last_->key != key) {
     last_.reset();  // one Schedule in memory at a time
     schedule::Schedule s = schedule(e);
     schedule::RunPlan plan(s);
-    std::vector<traces::Edge> edges = engine::timeline_edges(s, plan);
+    report::ReportPrep prep(e, s, plan, engine::timeline_edges(s, plan));
     last_ = std::make_unique<const Prepared>(
-        Prepared{std::move(key), std::move(s), std::move(plan), std::move(edges)});
+        Prepared{std::move(key), std::move(s), std::move(plan), std::move(prep)});
     ++schedule_builds_;
   }
   const schedule::Schedule& s = last_->schedule;
-  auto [tl, rep] = run_and_report(e, s, last_->plan, topology(e), kind, &last_->edges);
+  const topology::Topology& topo = topology(e);
+  const cost::CostModel cost = cost::CostModel::for_experiment(e);
+  // engine::simulate's two engines, without its Timeline.
+  engine::OpTimes times = kind == engine::EngineKind::analytic ? engine::run_analytic(s, last_->plan, topo, cost)
+                                                                : engine::run_simgrid(s, last_->plan, topo, cost);
+  report::OpSpans spans{std::move(times.start), std::move(times.end), {}};
+  report::StepReport rep = report::fast_step_report(e, s, last_->plan, last_->report, spans, topo, cost, with_bound_by);
   return {std::move(rep), static_cast<int64_t>(s.ops.size()), s.generator};
 }
 

@@ -15,6 +15,7 @@
 #include "sim/config/experiment.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/placement/work_cache.hpp"
+#include "sim/report/fast_report.hpp"
 #include "sim/report/imbalance.hpp"
 #include "sim/report/step_report.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -94,10 +95,14 @@ class Session {
   schedule::Schedule schedule(const Experiment& e);
   Simulation simulate(const Experiment& e, engine::EngineKind kind);
   // The fast path of a sweep: like simulate(e, kind).report, but a point whose
-  // schedule_key equals the previous point's reuses that Schedule and its
-  // RunPlan (a cluster what-if regenerates nothing). One Schedule is kept: it
-  // is large, and search::evaluate hands a worker equal-key points together.
-  PointResult run_point(const Experiment& e, engine::EngineKind kind);
+  // schedule_key equals the previous point's reuses that Schedule, its RunPlan
+  // and what the report reads of it alone (report::ReportPrep: a cluster
+  // what-if regenerates nothing), and the report is read off the engine's op
+  // times without building a Timeline (report::fast_step_report), figure for
+  // figure the same. One Schedule is kept: it is large, and search::evaluate
+  // hands a worker equal-key points together. Without with_bound_by the
+  // report's bound_by is left empty (a planner's pruned candidates).
+  PointResult run_point(const Experiment& e, engine::EngineKind kind, bool with_bound_by = true);
   // Frees run_point's Schedule (search::evaluate does at the end of a batch, so
   // sessions kept between batches do not hold one each while the caller goes on).
   void release_schedule() { last_.reset(); }
@@ -117,7 +122,7 @@ class Session {
     std::string key;
     schedule::Schedule schedule;
     schedule::RunPlan plan;
-    std::vector<traces::Edge> edges;  // engine::timeline_edges(schedule, plan)
+    report::ReportPrep report;  // from engine::timeline_edges(schedule, plan)
   };
   std::unique_ptr<const Prepared> last_;  // run_point's cached Schedule
   int64_t schedule_builds_ = 0;

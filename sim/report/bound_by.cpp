@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/report/report_core.hpp"
 #include "sim/schedule/comm_matching.hpp"
 
 namespace rm::report {
@@ -52,14 +53,27 @@ struct Flow {
   bool ring = false;  // of a ring-step op (step >= 0)
 };
 
-// The transfers of a Timeline: one per matched send/recv pair, one per
-// (sender, receiver) pair of each collective call's plan. A transfer runs
-// once both sides are posted (the later start) and ends by the earlier end of
-// the ops it touches (each ends with its last transfer).
-std::vector<Flow> flows(const schedule::Schedule& s, const topology::Topology& t,
-                        const std::vector<const traces::Event*>& ev, const std::vector<char>& on_path,
-                        const schedule::CommMatching& match) {
+// The transfers of a step: one per matched send/recv pair, one per (sender,
+// receiver) pair of each collective call's plan (core::flow_plan). A transfer
+// runs once both sides are posted (the later start; a call's once all its
+// members are) and ends by the earlier end of the ops it touches (each ends
+// with its last transfer). Those of ops without times are left out.
+std::vector<Flow> flows(const schedule::Schedule& s, const topology::Topology& t, const core::FlowPlan& fp,
+                        const OpSpans& times, const std::vector<char>& on_path) {
+  // Per call: every member has times, when the last was posted, and whether one is on the critical path.
+  std::vector<double> call_t0(fp.calls.size(), 0.0);
+  std::vector<char> call_ok(fp.calls.size(), 0), call_critical(fp.calls.size(), 0);
+  for (size_t c = 0; c < fp.calls.size(); ++c) {
+    const auto& call = fp.calls[c];
+    if (call.empty() || std::any_of(call.begin(), call.end(), [&](OpId id) { return id < 0 || !times.has_op(size_t(id)); }))
+      continue;
+    double t0 = times.start[size_t(call.front())];
+    bool critical = false;
+    for (OpId id : call) t0 = std::max(t0, times.start[size_t(id)]), critical = critical || on_path[size_t(id)];
+    call_ok[c] = 1, call_t0[c] = t0, call_critical[c] = critical;
+  }
   std::vector<Flow> out;
+  out.reserve(fp.flows.size());
   // Routes by rank pair, the last one kept: a rank's consecutive sends mostly go to one peer.
   int last_src = -1, last_dst = -1;
   const topology::Route* last = nullptr;
@@ -68,44 +82,21 @@ std::vector<Flow> flows(const schedule::Schedule& s, const topology::Topology& t
       last_src = src_rank, last_dst = dst_rank, last = &t.route(s.ranks[size_t(src_rank)].gpu, s.ranks[size_t(dst_rank)].gpu);
     return last;
   };
-  for (const Op& op : s.ops) {
-    if (op.kind != OpKind::send) continue;
-    const OpId peer = match.partner[size_t(op.id)];
-    if (peer < 0 || !ev[size_t(op.id)] || !ev[size_t(peer)]) continue;
-    const traces::Event &a = *ev[size_t(op.id)], &b = *ev[size_t(peer)];
-    const double t0 = std::max(a.start_s, b.start_s);
-    out.push_back({route(op.rank, s.ops[size_t(peer)].rank), double(op.bytes), t0,
-                   std::max(t0, std::min(a.end_s, b.end_s)), op.phase,
-                   on_path[size_t(op.id)] || on_path[size_t(peer)], op.step >= 0});
-  }
-  std::vector<uint32_t> order;
-  for (const auto& call : match.calls) {
-    if (call.empty() || std::any_of(call.begin(), call.end(), [&](OpId id) { return id < 0 || !ev[size_t(id)]; }))
-      continue;
-    const Op& first = s.ops[size_t(call.front())];
-    int root = 0;  // the broadcast root's member index, as engine::plan_call resolves it
-    if (first.kind == OpKind::broadcast) {
-      const auto& members = s.groups[size_t(first.group)].ranks;
-      root = int(std::find(members.begin(), members.end(), first.peer) - members.begin());
-    }
-    double t0 = ev[size_t(call.front())]->start_s;
+  for (const core::FlowTemplate& f : fp.flows) {
+    const size_t a = size_t(f.a), b = size_t(f.b);
+    double t0 = 0;
     bool critical = false;
-    for (OpId id : call) t0 = std::max(t0, ev[size_t(id)]->start_s), critical = critical || on_path[size_t(id)];
-    // Bytes per (sender, receiver): the plan's transfers sorted by pair, runs summed in plan order.
-    const auto plan = cost::CostModel::plan_collective(first.kind, int(call.size()), double(first.bytes), root);
-    order.resize(plan.size());
-    for (size_t i = 0; i < plan.size(); ++i) order[i] = uint32_t(i);
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-      return std::pair{plan[x].src, plan[x].dst} < std::pair{plan[y].src, plan[y].dst};
-    });
-    for (size_t i = 0; i < order.size();) {
-      const int src = plan[order[i]].src, dst = plan[order[i]].dst;
-      double bytes = 0;
-      for (; i < order.size() && plan[order[i]].src == src && plan[order[i]].dst == dst; ++i) bytes += plan[order[i]].bytes;
-      const traces::Event &a = *ev[size_t(call[size_t(src)])], &b = *ev[size_t(call[size_t(dst)])];
-      out.push_back({route(a.rank, b.rank), bytes, t0, std::max(t0, std::min(a.end_s, b.end_s)), first.phase,
-                     critical, first.step >= 0});
+    if (f.call < 0) {
+      if (!times.has_op(a) || !times.has_op(b)) continue;
+      t0 = std::max(times.start[a], times.start[b]);
+      critical = on_path[a] || on_path[b];
+    } else {
+      if (!call_ok[size_t(f.call)]) continue;
+      t0 = call_t0[size_t(f.call)];
+      critical = call_critical[size_t(f.call)];
     }
+    out.push_back({route(f.src_rank, f.dst_rank), f.bytes, t0, std::max(t0, std::min(times.end[a], times.end[b])),
+                   f.phase, critical, f.ring});
   }
   return out;
 }
@@ -140,7 +131,7 @@ using Interval = std::pair<double, double>;
 std::vector<Interval> merged(std::vector<Interval>& v) {
   // One stream's events come in start order: sort only what interleaves streams.
   auto by_start = [](const Interval& x, const Interval& y) { return x.first < y.first; };
-  if (!std::is_sorted(v.begin(), v.end(), by_start)) std::sort(v.begin(), v.end());
+  if (!std::is_sorted(v.begin(), v.end(), by_start)) core::sort_intervals(v);
   std::vector<Interval> out;
   for (const auto& [a, b] : v) {
     if (!out.empty() && a <= out.back().second) out.back().second = std::max(out.back().second, b);
@@ -169,27 +160,33 @@ double minus_length(const std::vector<Interval>& x, const std::vector<Interval>&
   return out;
 }
 
-std::vector<PhaseBound> phase_bounds(const schedule::Schedule& s, const traces::Timeline& tl, const CriticalPath& cp) {
-  const size_t R = s.ranks.size();
-  constexpr size_t P = schedule::kPhaseCount;
-  // Per rank: every compute interval, and per phase its compute and communication intervals.
-  std::vector<std::vector<Interval>> compute(R);
-  std::vector<std::array<std::vector<Interval>, P>> phase_compute(R), phase_comm(R);
-  std::array<bool, P> seen{};
+// A Timeline's events per rank and phase (those on a stream the Schedule has, with a phase).
+core::PhaseIntervals phase_intervals(const schedule::Schedule& s, const traces::Timeline& tl) {
+  core::PhaseIntervals iv(s.ranks.size());
   for (const traces::Event& e : tl.events) {
     const schedule::Stream* st = s.find_stream(e.rank, e.stream);
     // The event's own phase: the Schedule's op would be a cache miss per event.
     const auto phase = schedule::parse_phase(e.phase);
     if (!st || !phase) continue;
     const size_t r = size_t(e.rank), p = size_t(*phase);
-    seen[p] = true;
+    iv.seen[p] = true;
     if (st->kind == schedule::StreamKind::compute) {
-      compute[r].emplace_back(e.start_s, e.end_s);
-      phase_compute[r][p].emplace_back(e.start_s, e.end_s);
+      iv.compute[r].emplace_back(e.start_s, e.end_s);
+      iv.phase_compute[r][p].emplace_back(e.start_s, e.end_s);
     } else {
-      phase_comm[r][p].emplace_back(e.start_s, e.end_s);
+      iv.phase_comm[r][p].emplace_back(e.start_s, e.end_s);
     }
   }
+  return iv;
+}
+
+std::vector<PhaseBound> phase_bounds(core::PhaseIntervals& iv, const CriticalPath& cp) {
+  const size_t R = iv.compute.size();
+  constexpr size_t P = schedule::kPhaseCount;
+  auto& compute = iv.compute;
+  auto& phase_compute = iv.phase_compute;
+  auto& phase_comm = iv.phase_comm;
+  const auto& seen = iv.seen;
   std::vector<PhaseBound> out;
   std::vector<std::vector<Interval>> compute_union(R);
   for (size_t r = 0; r < R; ++r) compute_union[r] = merged(compute[r]);
@@ -227,14 +224,55 @@ std::string kind_label(const std::string& kind) {
 BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const topology::Topology& t,
                  const cost::CostModel& m, const CriticalPath& cp, double step_imbalance,
                  const schedule::CommMatching* match) {
-  BoundBy b;
-  std::vector<const traces::Event*> ev(s.ops.size(), nullptr);
-  double begin = tl.events.empty() ? 0.0 : tl.events.front().start_s, end = begin;
-  for (const traces::Event& x : tl.events) {
-    begin = std::min(begin, x.start_s), end = std::max(end, x.end_s);  // the makespan, in the same pass
-    if (x.op >= 0 && size_t(x.op) < ev.size() && !ev[size_t(x.op)]) ev[size_t(x.op)] = &x;
+  const core::FlowPlan fp = match ? core::flow_plan(s, *match) : core::flow_plan(s, schedule::match_comms(s));
+  core::PhaseIntervals iv = phase_intervals(s, tl);
+  return core::bound_by(s, fp, spans_of(s, tl), tl.makespan_s(), iv, t, m, cp, step_imbalance);
+}
+
+namespace core {
+
+FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match) {
+  FlowPlan fp;
+  for (const Op& op : s.ops) {
+    if (op.kind != OpKind::send) continue;
+    const OpId peer = match.partner[size_t(op.id)];
+    if (peer < 0) continue;
+    fp.flows.push_back({op.id, peer, -1, op.rank, s.ops[size_t(peer)].rank, double(op.bytes), op.phase, op.step >= 0});
   }
-  const double step = end - begin;
+  std::vector<uint32_t> order;
+  for (size_t c = 0; c < match.calls.size(); ++c) {
+    const auto& call = match.calls[c];
+    if (call.empty() || std::any_of(call.begin(), call.end(), [](OpId id) { return id < 0; })) continue;
+    const Op& first = s.ops[size_t(call.front())];
+    int root = 0;  // the broadcast root's member index, as engine::plan_call resolves it
+    if (first.kind == OpKind::broadcast) {
+      const auto& members = s.groups[size_t(first.group)].ranks;
+      root = int(std::find(members.begin(), members.end(), first.peer) - members.begin());
+    }
+    // Bytes per (sender, receiver): the plan's transfers sorted by pair, runs summed in plan order.
+    const auto plan = cost::CostModel::plan_collective(first.kind, int(call.size()), double(first.bytes), root);
+    order.resize(plan.size());
+    for (size_t i = 0; i < plan.size(); ++i) order[i] = uint32_t(i);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+      return std::pair{plan[x].src, plan[x].dst} < std::pair{plan[y].src, plan[y].dst};
+    });
+    for (size_t i = 0; i < order.size();) {
+      const int src = plan[order[i]].src, dst = plan[order[i]].dst;
+      double bytes = 0;
+      for (; i < order.size() && plan[order[i]].src == src && plan[order[i]].dst == dst; ++i) bytes += plan[order[i]].bytes;
+      const OpId a = call[size_t(src)], b = call[size_t(dst)];
+      fp.flows.push_back({a, b, int64_t(c), s.ops[size_t(a)].rank, s.ops[size_t(b)].rank, bytes, first.phase,
+                          first.step >= 0});
+    }
+  }
+  fp.calls = match.calls;
+  return fp;
+}
+
+BoundBy bound_by(const schedule::Schedule& s, const FlowPlan& fp, const OpSpans& times, double step,
+                 PhaseIntervals& phases, const topology::Topology& t, const cost::CostModel& m,
+                 const CriticalPath& cp, double step_imbalance) {
+  BoundBy b;
   std::vector<char> on_path(s.ops.size(), 0);
   for (OpId id : cp.ops)
     if (id >= 0 && size_t(id) < on_path.size()) on_path[size_t(id)] = 1;
@@ -259,8 +297,7 @@ BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const 
   for (auto& c : cls) c.uses.assign(links.size(), 0);
   // In start order, so each link's busy time is a running merge of its transfers' intervals.
   // (Sorted as small keys: the flows themselves are large.)
-  const std::vector<Flow> fl = match ? flows(s, t, ev, on_path, *match)
-                                     : flows(s, t, ev, on_path, schedule::match_comms(s));
+  const std::vector<Flow> fl = flows(s, t, fp, times, on_path);
   std::vector<std::pair<double, uint32_t>> order(fl.size());
   for (size_t i = 0; i < fl.size(); ++i) order[i] = {fl[i].t0, uint32_t(i)};
   std::sort(order.begin(), order.end());
@@ -362,7 +399,7 @@ BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const 
     b.traffic.push_back(std::move(cap));
   }
 
-  b.phases = phase_bounds(s, tl, cp);
+  b.phases = phase_bounds(phases, cp);
   for (const CriticalPathShare& sh : cp.by_kind)
     if (sh.kind == OpKind::attn_fwd || sh.kind == OpKind::attn_bwd) b.attention_critical_s += sh.seconds;
   if (step_imbalance > 1) b.imbalance_lost_s = b.attention_critical_s * (1 - 1 / step_imbalance);
@@ -408,6 +445,8 @@ BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const 
                           pct(cp.compute_s / len), pct(cp.communication_s / len));
   return b;
 }
+
+}  // namespace core
 
 namespace {
 

@@ -3,8 +3,11 @@
 // start, and where its time went (compute, communication, waiting; per op kind).
 #pragma once
 
+#include <cstddef>
+#include <map>
 #include <vector>
 
+#include "sim/report/op_spans.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "traces/timeline.hpp"
 
@@ -30,8 +33,33 @@ struct CriticalPath {
   std::vector<CriticalPathShare> by_kind;  // seconds per (kind, phase), largest first
 };
 
+// A Timeline's edges indexed by op: what each op waited for (dependency
+// edges, then stream edges, each in the edges' order) and its partners. It
+// depends on the edges only, so a caller that reports one Schedule many times
+// (a sweep's cluster what-ifs) builds it once.
+class EdgeGraph {
+ public:
+  EdgeGraph(const std::vector<traces::Edge>& edges, size_t ops);
+
+  // What op's start waited for, in order.
+  template <class F>
+  void waits(schedule::OpId op, F&& f) const {
+    for (size_t i = begin_[size_t(op)]; i < begin_[size_t(op) + 1]; ++i) f(waits_[i]);
+  }
+  // The ops whose posting a transfer of `op` also waited for: its p2p partner,
+  // or the other members of its collective call in member order.
+  std::vector<schedule::OpId> partners(schedule::OpId op) const;
+
+ private:
+  std::vector<size_t> begin_;
+  std::vector<schedule::OpId> waits_, partner_, hub_;
+  std::map<schedule::OpId, std::vector<schedule::OpId>> members_;  // per call's first member: the others
+};
+
 // s gives each op's kind and phase; tl's events and edges give the graph
 // (engine::to_timeline fills both). Ops without an event are skipped.
 CriticalPath critical_path(const schedule::Schedule& s, const traces::Timeline& tl);
+// The same on op times and a graph already built (what the Timeline form runs).
+CriticalPath critical_path(const schedule::Schedule& s, const EdgeGraph& g, const OpSpans& t);
 
 }  // namespace rm::report

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "sim/cost/model_flops.hpp"
 #include "sim/report/critical_path.hpp"
+#include "sim/report/report_core.hpp"
 
 namespace rm::report {
 
@@ -22,26 +24,9 @@ namespace {
 
 using Interval = std::pair<double, double>;
 
-// Sorts v; in linear time when it is a few sorted runs, as a Timeline's
-// events give it (stream by stream, each in start order). Equal intervals are
-// interchangeable, so the result is the one std::sort gives.
-void sort_intervals(std::vector<Interval>& v) {
-  constexpr size_t kMaxRuns = 16;
-  std::vector<size_t> starts{0};
-  for (size_t i = 1; i < v.size() && starts.size() <= kMaxRuns; ++i)
-    if (v[i] < v[i - 1]) starts.push_back(i);
-  if (starts.size() > kMaxRuns) {
-    std::sort(v.begin(), v.end());
-    return;
-  }
-  starts.push_back(v.size());
-  for (size_t k = 1; k + 1 < starts.size(); ++k)
-    std::inplace_merge(v.begin(), v.begin() + std::ptrdiff_t(starts[k]), v.begin() + std::ptrdiff_t(starts[k + 1]));
-}
-
 // Length of the union of the intervals (sorted in place).
 double union_length(std::vector<Interval>& v) {
-  sort_intervals(v);
+  core::sort_intervals(v);
   double total = 0, lo = 0, hi = 0;
   bool open = false;
   for (const auto& [a, b] : v) {
@@ -57,6 +42,7 @@ double union_length(std::vector<Interval>& v) {
   return open ? total + hi - lo : total;
 }
 
+// A Timeline's events per rank (those on a stream the Schedule has, of any op or none).
 Breakdown breakdown(const schedule::Schedule& s, const traces::Timeline& tl, double step) {
   const size_t R = s.ranks.size();
   std::vector<std::vector<Interval>> compute(R), any(R);
@@ -66,6 +52,80 @@ Breakdown breakdown(const schedule::Schedule& s, const traces::Timeline& tl, dou
     any[size_t(ev.rank)].emplace_back(ev.start_s, ev.end_s);
     if (st->kind == schedule::StreamKind::compute) compute[size_t(ev.rank)].emplace_back(ev.start_s, ev.end_s);
   }
+  return core::breakdown(compute, any, step);
+}
+
+// {worker, step} ratios as imbalance.hpp defines them, of work[row * ranks + r]
+// over rows keyed (layer, step) ascending: sums of maxima over sums of means.
+std::pair<double, double> ratios(const std::vector<std::pair<int, int>>& rows, const std::vector<double>& work,
+                                 size_t ranks) {
+  std::map<int, std::vector<double>> per_layer;
+  double step_max = 0, total = 0;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const auto w = work.begin() + std::ptrdiff_t(k * ranks);
+    auto& l = per_layer.try_emplace(rows[k].first, ranks, 0.0).first->second;
+    for (size_t r = 0; r < ranks; ++r) l[r] += w[std::ptrdiff_t(r)];
+    step_max += *std::max_element(w, w + std::ptrdiff_t(ranks));
+  }
+  double worker_max = 0;
+  for (const auto& [layer, w] : per_layer) {
+    worker_max += *std::max_element(w.begin(), w.end());
+    for (double x : w) total += x;
+  }
+  const double mean = total / double(ranks);
+  if (mean <= 0) return {1, 1};
+  return {worker_max / mean, step_max / mean};
+}
+
+bool is_forward_attention(const Op& op) { return op.kind == OpKind::attn_fwd && op.phase == Phase::forward; }
+
+}  // namespace
+
+StepSums step_sums(const Experiment& e, const schedule::Schedule& s) {
+  StepSums sums;
+  sums.mask_attention_fwd_flops = cost::mask_attention_fwd_flops(s);
+  for (const Op& op : s.ops)
+    if (schedule::is_compute(op.kind))
+      sums.executed_flops += cost::executed_flops(op, e.workload.block_q, e.workload.block_k, e.model.head_dim);
+  // Forward attention ops by (layer, step): the rows, then each op's row
+  // (ops of one row mostly come together: the last row is tried first).
+  for (const Op& op : s.ops)
+    if (is_forward_attention(op)) sums.rows.emplace_back(op.layer, std::max(op.step, 0));
+  std::sort(sums.rows.begin(), sums.rows.end());
+  sums.rows.erase(std::unique(sums.rows.begin(), sums.rows.end()), sums.rows.end());
+  const size_t R = s.ranks.size();
+  std::vector<double> planned(sums.rows.size() * R, 0.0);
+  int row = -1;
+  for (const Op& op : s.ops) {
+    if (!is_forward_attention(op)) continue;
+    const std::pair<int, int> key{op.layer, std::max(op.step, 0)};
+    if (row < 0 || sums.rows[size_t(row)] != key)
+      row = int(std::lower_bound(sums.rows.begin(), sums.rows.end(), key) - sums.rows.begin());
+    sums.attention.push_back({op.id, op.rank, row});
+    planned[size_t(row) * R + size_t(op.rank)] += op.blocks > 0 ? double(op.blocks) : op.flops;
+  }
+  if (R > 0) std::tie(sums.worker, sums.step) = ratios(sums.rows, planned, R);
+  return sums;
+}
+
+namespace core {
+
+void sort_intervals(std::vector<Interval>& v) {
+  constexpr size_t kMaxRuns = 16;
+  std::vector<size_t> starts{0};
+  for (size_t i = 1; i < v.size() && starts.size() <= kMaxRuns; ++i)
+    if (v[i] < v[i - 1]) starts.push_back(i);
+  if (starts.size() > kMaxRuns) {
+    std::sort(v.begin(), v.end());
+    return;
+  }
+  starts.push_back(v.size());
+  for (size_t k = 1; k + 1 < starts.size(); ++k)
+    std::inplace_merge(v.begin(), v.begin() + std::ptrdiff_t(starts[k]), v.begin() + std::ptrdiff_t(starts[k + 1]));
+}
+
+Breakdown breakdown(std::vector<std::vector<Interval>>& compute, std::vector<std::vector<Interval>>& any, double step) {
+  const size_t R = compute.size();
   Breakdown b;
   for (size_t r = 0; r < R; ++r) {
     // Exposed communication is what the union of all streams adds to the compute union.
@@ -86,69 +146,24 @@ Breakdown breakdown(const schedule::Schedule& s, const traces::Timeline& tl, dou
   return b;
 }
 
-// work[(layer, step)][rank] -> {worker, step} ratios as imbalance.hpp defines them.
-using Work = std::map<std::pair<int, int>, std::vector<double>>;
-
-std::pair<double, double> ratios(const Work& work, size_t ranks) {
-  std::map<int, std::vector<double>> per_layer;
-  double step_max = 0, total = 0;
-  for (const auto& [key, w] : work) {
-    auto& l = per_layer.try_emplace(key.first, ranks, 0.0).first->second;
-    for (size_t r = 0; r < ranks; ++r) l[r] += w[r];
-    step_max += *std::max_element(w.begin(), w.end());
+Imbalance imbalance(const StepSums& sums, const OpSpans& t, size_t ranks) {
+  if (ranks == 0) return {};
+  std::vector<double> measured(sums.rows.size() * ranks, 0.0);
+  for (const StepSums::AttentionOp& a : sums.attention) {
+    const size_t i = size_t(a.id);
+    measured[size_t(a.row) * ranks + size_t(a.rank)] += t.has_op(i) ? t.end[i] - t.start[i] : 0.0;
   }
-  double worker_max = 0;
-  for (const auto& [layer, w] : per_layer) {
-    worker_max += *std::max_element(w.begin(), w.end());
-    for (double x : w) total += x;
-  }
-  const double mean = total / double(ranks);
-  if (mean <= 0) return {1, 1};
-  return {worker_max / mean, step_max / mean};
+  return {sums.worker, sums.step, ratios(sums.rows, measured, ranks).second};
 }
 
-bool is_forward_attention(const Op& op) { return op.kind == OpKind::attn_fwd && op.phase == Phase::forward; }
-
-Imbalance imbalance(const schedule::Schedule& s, const std::vector<const Event*>& ev) {
-  const size_t R = s.ranks.size();
-  Work planned, measured;
-  // Ops of one (layer, step) mostly come together: the last key's rows are kept.
-  std::pair<int, int> last{-2, -2};
-  std::vector<double>*planned_row = nullptr, *measured_row = nullptr;
-  for (const Op& op : s.ops) {
-    if (!is_forward_attention(op)) continue;
-    const std::pair<int, int> key{op.layer, std::max(op.step, 0)};
-    if (key != last) {
-      last = key;
-      planned_row = &planned.try_emplace(key, R, 0.0).first->second;
-      measured_row = &measured.try_emplace(key, R, 0.0).first->second;
-    }
-    (*planned_row)[size_t(op.rank)] += op.blocks > 0 ? double(op.blocks) : op.flops;
-    const Event* e = ev[size_t(op.id)];
-    (*measured_row)[size_t(op.rank)] += e ? e->duration_s() : 0.0;
-  }
-  if (R == 0) return {};
-  const auto [worker, step] = ratios(planned, R);
-  return {worker, step, ratios(measured, R).second};
-}
-
-}  // namespace
-
-StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, const traces::Timeline& tl) {
-  StepReport r;
+void fill_totals(StepReport& r, const Experiment& e, const schedule::Schedule& s, const StepSums& sums,
+                 const OpSpans& t, double step_time_s) {
   r.gpus = int(s.ranks.size());
-  r.step_time_s = tl.makespan_s();
-
-  std::vector<const Event*> ev(s.ops.size(), nullptr);
-  for (const Event& x : tl.events)
-    if (x.op >= 0 && size_t(x.op) < ev.size() && !ev[size_t(x.op)]) ev[size_t(x.op)] = &x;
-
-  r.model_flops = cost::model_flops(e, cost::mask_attention_fwd_flops(s)).total();
+  r.step_time_s = step_time_s;
+  r.model_flops = cost::model_flops(e, sums.mask_attention_fwd_flops).total();
   r.dense_causal_model_flops = cost::dense_causal_model_flops(e).total();
   if (r.model_flops > 0) r.dense_equivalent_speedup = r.dense_causal_model_flops / r.model_flops;
-  for (const Op& op : s.ops)
-    if (schedule::is_compute(op.kind))
-      r.executed_flops += cost::executed_flops(op, e.workload.block_q, e.workload.block_k, e.model.head_dim);
+  r.executed_flops = sums.executed_flops;
   if (r.step_time_s > 0) {
     const double tokens = double(e.parallel.dp) * e.workload.batch * double(e.workload.seq_len);
     r.tokens_per_s = tokens / r.step_time_s;
@@ -158,10 +173,18 @@ StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, co
       r.hfu = r.executed_flops / peak;
     }
   }
-  r.breakdown = breakdown(s, tl, r.step_time_s);
-  r.imbalance = imbalance(s, ev);
-  r.critical_path = critical_path(s, tl);
+  r.imbalance = imbalance(sums, t, s.ranks.size());
   r.memory = memory::estimate_memory(e);
+}
+
+}  // namespace core
+
+StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, const traces::Timeline& tl) {
+  StepReport r;
+  const OpSpans t = spans_of(s, tl);
+  core::fill_totals(r, e, s, step_sums(e, s), t, tl.makespan_s());
+  r.breakdown = breakdown(s, tl, r.step_time_s);
+  r.critical_path = critical_path(s, EdgeGraph(tl.edges, s.ops.size()), t);
   return r;
 }
 

@@ -72,6 +72,23 @@ struct StepReport {
 
 StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, const traces::Timeline& tl);
 
+// What the step report reads of the Schedule alone: FLOPs and the planned
+// imbalance, with where each forward attention op's measured time goes.
+// Computed once per Schedule; valid for every experiment with its
+// pipeline::schedule_key (a sweep's cluster what-ifs share it).
+struct StepSums {
+  double mask_attention_fwd_flops = 0;  // cost::mask_attention_fwd_flops
+  double executed_flops = 0;            // over the compute ops, in op order
+  std::vector<std::pair<int, int>> rows;  // the (layer, step) keys of forward attention ops, ascending
+  struct AttentionOp {
+    schedule::OpId id;
+    int rank, row;  // row: index into rows
+  };
+  std::vector<AttentionOp> attention;  // the forward attention ops, in op order
+  double worker = 1, step = 1;         // Imbalance::worker and ::step (planned)
+};
+StepSums step_sums(const Experiment& e, const schedule::Schedule& s);
+
 // Keys: step_time_s, tokens_per_s, flops {model, dense_causal_model, executed},
 // mfu, hfu, dense_equivalent_speedup, gpus, breakdown {per_rank [...], mean,
 // min, max}, imbalance {worker, step, step_measured}, critical_path {length_s,

@@ -17,11 +17,11 @@ int worker_count(int jobs) {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-Outcome evaluate_one(const Experiment& e, engine::EngineKind kind, pipeline::Session& session) {
+Outcome evaluate_one(const Experiment& e, engine::EngineKind kind, pipeline::Session& session, bool bound_by) {
   Outcome out;
   try {
     generate::check_fits(generate::estimate_footprint(e, generate::RunKind::simulate), "this point");
-    pipeline::PointResult r = session.run_point(e, kind);
+    pipeline::PointResult r = session.run_point(e, kind, bound_by);
     out.ops = r.ops;
     out.generator = std::move(r.generator);
     out.report = std::move(r.report);
@@ -68,7 +68,7 @@ std::vector<Outcome> evaluate(const std::vector<Experiment>& points, const Evalu
     for (int64_t t = next++; t < n_tasks; t = next++)
       for (int64_t i : tasks[size_t(t)]) {
         try {
-          out[size_t(i)] = evaluate_one(points[size_t(i)], o.engine, session);
+          out[size_t(i)] = evaluate_one(points[size_t(i)], o.engine, session, o.bound_by);
         } catch (...) {
           std::lock_guard lock(progress_mutex);
           if (!failure) failure = std::current_exception();

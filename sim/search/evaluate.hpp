@@ -41,6 +41,9 @@ struct EvaluateOptions {
   // search that evaluates batch after batch builds each pattern once per
   // worker, not once per batch. Null: fresh sessions for this call.
   std::deque<pipeline::Session>* sessions = nullptr;
+  // Fill each report's bound_by (a sweep row's `bound_by` needs it); a search
+  // that only ranks its candidates can skip it (Session::run_point).
+  bool bound_by = true;
 };
 
 // The number of worker threads `jobs` means on this machine (>= 1).
@@ -50,6 +53,6 @@ int worker_count(int jobs);
 std::vector<Outcome> evaluate(const std::vector<Experiment>& points, const EvaluateOptions& o);
 
 // One point on a given session: what each worker runs (and the serial oracle in tests).
-Outcome evaluate_one(const Experiment& e, engine::EngineKind kind, pipeline::Session& session);
+Outcome evaluate_one(const Experiment& e, engine::EngineKind kind, pipeline::Session& session, bool bound_by = true);
 
 }  // namespace rm::search

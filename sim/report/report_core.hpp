@@ -1,0 +1,70 @@
+// The parts of the step report and of bound-by that the Timeline form
+// (make_step_report, bound_by on a Timeline) and the op-times form
+// (fast_report.hpp) share, so each figure is computed by one piece of code
+// whichever form fed it. Internal to sim/report.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "sim/config/experiment.hpp"
+#include "sim/cost/cost_model.hpp"
+#include "sim/report/bound_by.hpp"
+#include "sim/report/critical_path.hpp"
+#include "sim/report/op_spans.hpp"
+#include "sim/report/step_report.hpp"
+#include "sim/schedule/comm_matching.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "sim/topology/topology.hpp"
+
+namespace rm::report::core {
+
+using Interval = std::pair<double, double>;
+
+// Sorts v; in linear time when it is a few sorted runs, as a Timeline's events
+// (and fast_step_report's op times) give it: stream by stream, each in
+// (start, end) order. Equal intervals are interchangeable, so the result is
+// the one std::sort gives.
+void sort_intervals(std::vector<Interval>& v);
+
+// Per rank: the intervals of its compute streams and of all its streams (both sorted in place).
+Breakdown breakdown(std::vector<std::vector<Interval>>& compute, std::vector<std::vector<Interval>>& any, double step);
+
+// Imbalance from the Schedule's sums and the ops' measured durations.
+Imbalance imbalance(const StepSums& sums, const OpSpans& t, size_t ranks);
+
+// Step time, FLOPs, tokens/s, MFU, HFU, imbalance and memory: everything but the breakdown and the critical path.
+void fill_totals(StepReport& r, const Experiment& e, const schedule::Schedule& s, const StepSums& sums,
+                 const OpSpans& t, double step_time_s);
+
+// Per rank: every compute interval; per rank and phase: compute and communication intervals.
+struct PhaseIntervals {
+  explicit PhaseIntervals(size_t ranks) : compute(ranks), phase_compute(ranks), phase_comm(ranks) {}
+  std::vector<std::vector<Interval>> compute;
+  std::vector<std::array<std::vector<Interval>, schedule::kPhaseCount>> phase_compute, phase_comm;
+  std::array<bool, schedule::kPhaseCount> seen{};
+};
+
+// bound_by's transfers as far as the Schedule alone says (FlowPlan), and the rest.
+struct FlowTemplate {
+  schedule::OpId a = -1, b = -1;  // the ops whose starts and ends bound it (a send/recv pair; a call's sender, receiver)
+  int64_t call = -1;              // index into CommMatching::calls for a collective's transfer, else -1
+  int src_rank = 0, dst_rank = 0;
+  double bytes = 0;
+  schedule::Phase phase = schedule::Phase::forward;
+  bool ring = false;
+};
+struct FlowPlan {
+  std::vector<FlowTemplate> flows;  // p2p in op order, then each call's (sender, receiver) pairs
+  std::vector<std::vector<schedule::OpId>> calls;  // CommMatching::calls
+};
+FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match);
+
+// bound_by from op times: step = the makespan the verdict reads.
+BoundBy bound_by(const schedule::Schedule& s, const FlowPlan& fp, const OpSpans& times, double step,
+                 PhaseIntervals& phases, const topology::Topology& t, const cost::CostModel& m,
+                 const CriticalPath& cp, double step_imbalance);
+
+}  // namespace rm::report::core
