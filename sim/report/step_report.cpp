@@ -136,19 +136,23 @@ Imbalance imbalance(const schedule::Schedule& s, const std::vector<const Event*>
 
 StepReport make_step_report(const Experiment& e, const schedule::Schedule& s, const traces::Timeline& tl) {
   StepReport r;
-  r.gpus = int(s.ranks.size());
+  // A replica-symmetric Schedule holds one of `replicas` identical replicas
+  // (schedule.hpp, ReplicaSymmetry): GPUs and FLOPs count all of them.
+  const int replicas = s.symmetry.replicas;
+  r.gpus = int(s.ranks.size()) * replicas;
   r.step_time_s = tl.makespan_s();
 
   std::vector<const Event*> ev(s.ops.size(), nullptr);
   for (const Event& x : tl.events)
     if (x.op >= 0 && size_t(x.op) < ev.size() && !ev[size_t(x.op)]) ev[size_t(x.op)] = &x;
 
-  r.model_flops = cost::model_flops(e, cost::mask_attention_fwd_flops(s)).total();
+  r.model_flops = cost::model_flops(e, cost::mask_attention_fwd_flops(s) * replicas).total();
   r.dense_causal_model_flops = cost::dense_causal_model_flops(e).total();
   if (r.model_flops > 0) r.dense_equivalent_speedup = r.dense_causal_model_flops / r.model_flops;
   for (const Op& op : s.ops)
     if (schedule::is_compute(op.kind))
       r.executed_flops += cost::executed_flops(op, e.workload.block_q, e.workload.block_k, e.model.head_dim);
+  r.executed_flops *= replicas;
   if (r.step_time_s > 0) {
     const double tokens = double(e.parallel.dp) * e.workload.batch * double(e.workload.seq_len);
     r.tokens_per_s = tokens / r.step_time_s;
