@@ -14,6 +14,7 @@
 #include "sim/config/json_reader.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "sim/engine/analytic.hpp"
+#include "sim/engine/flow_network.hpp"
 #include "sim/engine/symmetry.hpp"
 #include "sim/generate/footprint.hpp"
 #include "sim/generate/generate.hpp"
@@ -213,6 +214,26 @@ TEST(Symmetry, ReplicatedPlanIsTheFullPlansReplicaZeroPart) {
         }
       }
   EXPECT_THROW(plan_replicated(schedule::OpKind::broadcast, 2, 2, 1.0), std::invalid_argument);
+}
+
+TEST(Symmetry, WeightedFlowIsItsCopies) {
+  // Link 0 (3 B/s) shared, link 1 (1 B/s) on one flow's path: a flow of weight 2 on
+  // link 0 stands for two copies of itself there, as the translates under the shortcut do.
+  const std::vector<double> cap{3.0, 1.0, 10.0};
+  FlowNetwork copies(cap), weighted(cap);
+  const std::vector<int> a{0, 2}, b{0, 1};
+  const int32_t c1 = copies.start(a, 6.0, 0.0), c2 = copies.start(a, 6.0, 0.0), c3 = copies.start(b, 2.0, 0.0);
+  const std::vector<int32_t> w{2, 1};
+  const int32_t f = weighted.start(a, w, 6.0, 0.0), g = weighted.start(b, 2.0, 0.0);
+  EXPECT_EQ(copies.rate(c1), weighted.rate(f));
+  EXPECT_EQ(copies.rate(c2), weighted.rate(f));
+  EXPECT_EQ(copies.rate(c3), weighted.rate(g));
+  EXPECT_EQ(weighted.rate(f), 1.0);  // max-min: b's 1 B/s leaves 2 B/s to the two copies
+  EXPECT_EQ(copies.end_time(c3), weighted.end_time(g));
+  copies.finish(c3, 2.0), weighted.finish(g, 2.0);
+  EXPECT_EQ(copies.end_time(c1), weighted.end_time(f));  // 4 B left at 1.5 B/s each
+  EXPECT_EQ(weighted.rate(f), 1.5);
+  EXPECT_THROW(weighted.start(a, std::vector<int32_t>{1}, 1.0, 0.0), std::invalid_argument);
 }
 
 TEST(Symmetry, ValidationChecksTheAnnotation) {
