@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
+#include <string>
 #include <queue>
 #include <span>
 #include <unordered_map>
 
 #include "sim/engine/exec_plan.hpp"
 #include "sim/engine/flow_network.hpp"
+#include "sim/engine/symmetry.hpp"
+#include "sim/schedule/schedule_error.hpp"
 
 namespace rm::engine {
 
@@ -130,6 +134,7 @@ class Sim final : public schedule::RunBackend {
   Sim(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m,
       const FixedDurations* fixed)
       : s_(s), t_(t), m_(m), p_(s, run, m, fixed), st_(run), driver_(run, *this), net_(capacities(t, m)) {
+    if (s.symmetry.replicas > 1) sym_ = std::make_unique<ReplicaRoutes>(t, m, s.symmetry);
     p2p_of_.assign(s.ops.size(), -1);
     for (size_t id = 0; id < s.ops.size(); ++id) {
       // Only matched pairs transfer; the plan's arrays say which ops to read.
@@ -192,6 +197,8 @@ class Sim final : public schedule::RunBackend {
   void start_collective(int64_t c) override {
     CallRun& run = st_.calls[static_cast<size_t>(c)];
     begin_call(s_, p_.run, c, run, st_.xfers);
+    if (xfers_left_.empty()) xfers_left_.assign(st_.calls.size(), 0);
+    xfers_left_[static_cast<size_t>(c)] = static_cast<int64_t>(run.plan.size());
     const auto& members = p_.run.match.calls[static_cast<size_t>(c)];
     for (size_t i = 0; i < members.size(); ++i)
       if (run.member_left[i] == 0) push(now_, Ev::op_done, members[i]);
@@ -202,9 +209,11 @@ class Sim final : public schedule::RunBackend {
   void start_xfer(const CallRun& run, int64_t x) {
     const auto& pt = run.plan[static_cast<size_t>(st_.xfers[static_cast<size_t>(x)].local)];
     const auto& members = p_.run.match.calls[static_cast<size_t>(st_.xfers[static_cast<size_t>(x)].call)];
-    const int src = p_.gpu_of_rank[static_cast<size_t>(s_.ops[static_cast<size_t>(members[static_cast<size_t>(pt.src)])].rank)];
-    const int dst = p_.gpu_of_rank[static_cast<size_t>(s_.ops[static_cast<size_t>(members[static_cast<size_t>(pt.dst)])].rank)];
-    start_transfer(route(src, dst), pt.bytes, {x, -1});
+    auto gpu = [&](int m) {  // member m of the plan; in another replica for a spanning call (symmetry.hpp)
+      const int g = p_.gpu_of_rank[static_cast<size_t>(s_.ops[static_cast<size_t>(members[static_cast<size_t>(run.slot(m))])].rank)];
+      return run.fold > 0 ? sym_->translate(g, m / run.fold) : g;
+    };
+    start_transfer(route(gpu(pt.src), gpu(pt.dst)), pt.bytes, {x, -1});
   }
 
   // A transfer first waits out its route's latency, then its bytes flow at the
@@ -242,8 +251,10 @@ class Sim final : public schedule::RunBackend {
 
   void begin_flow(int32_t route, double bytes, Owner owner) {
     const RouteCost& rc = routes_[static_cast<size_t>(route)];
-    const int32_t f = net_.start(std::span<const int>(route_links_).subspan(size_t(rc.link_begin), size_t(rc.link_count)),
-                                 bytes, now_);
+    const auto links = std::span<const int>(route_links_).subspan(size_t(rc.link_begin), size_t(rc.link_count));
+    const int32_t f = sym_ ? net_.start(links, std::span<const int32_t>(route_weights_).subspan(size_t(rc.link_begin), size_t(rc.link_count)),
+                                        bytes, now_)
+                           : net_.start(links, bytes, now_);
     if (static_cast<size_t>(f) >= owners_.size()) owners_.resize(static_cast<size_t>(f) + 1);
     owners_[static_cast<size_t>(f)] = owner;
     reschedule();
@@ -267,13 +278,16 @@ class Sim final : public schedule::RunBackend {
     CallRun& run = st_.calls[static_cast<size_t>(xf.call)];
     const auto& members = p_.run.match.calls[static_cast<size_t>(xf.call)];
     const auto& pt = run.plan[static_cast<size_t>(xf.local)];
-    for (int m : {pt.src, pt.dst})
+    for (int m : {run.slot(pt.src), run.slot(pt.dst)})
       if (--run.member_left[static_cast<size_t>(m)] == 0) op_done(members[static_cast<size_t>(m)]);
     for (int32_t i = run.dependents_begin[static_cast<size_t>(xf.local)];
          i < run.dependents_begin[static_cast<size_t>(xf.local) + 1]; ++i) {
       const int64_t d = run.base + run.dependents[static_cast<size_t>(i)];
       if (--st_.xfers[static_cast<size_t>(d)].deps_left == 0) start_xfer(run, d);
     }
+    // The call's last transfer: its plan is not read again (a world all-reduce under the
+    // data-parallel shortcut keeps ~1M transfers; dozens of them would add up).
+    if (--xfers_left_[static_cast<size_t>(xf.call)] == 0) run.plan = {}, run.dependents = {}, run.dependents_begin = {};
   }
 
   void op_done(OpId id) {
@@ -289,7 +303,16 @@ class Sim final : public schedule::RunBackend {
       const topology::Route& r = t_.route(src, dst);  // a reference or a temporary: copied here either way
       RouteCost rc{static_cast<int32_t>(route_links_.size()), static_cast<int32_t>(r.links.size()), 0.0};
       for (int l : r.links) rc.latency_s += m_.link_latency_s(t_.links()[static_cast<size_t>(l)]);
-      route_links_.insert(route_links_.end(), r.links.begin(), r.links.end());
+      if (sym_) {  // the links folded onto their orbits, weighted by the translates crossing them
+        FoldedRoute f;
+        if (std::string why = sym_->fold(src, dst, f); !why.empty())
+          throw schedule::ScheduleError("the data-parallel shortcut is not exact here: " + why);
+        rc.link_count = static_cast<int32_t>(f.links.size());
+        route_links_.insert(route_links_.end(), f.links.begin(), f.links.end());
+        route_weights_.insert(route_weights_.end(), f.weights.begin(), f.weights.end());
+      } else {
+        route_links_.insert(route_links_.end(), r.links.begin(), r.links.end());
+      }
       routes_.push_back(rc);
     }
     return it->second;
@@ -306,6 +329,9 @@ class Sim final : public schedule::RunBackend {
   std::unordered_map<uint64_t, int32_t> route_ids_;  // (src << 32 | dst) -> routes_ index
   std::vector<RouteCost> routes_;
   std::vector<int> route_links_;
+  std::vector<int64_t> xfers_left_;  // per collective call: its transfers not yet ended
+  std::vector<int32_t> route_weights_;  // with sym_: per entry of route_links_
+  std::unique_ptr<ReplicaRoutes> sym_;  // a replica-symmetric Schedule (symmetry.hpp)
   std::vector<P2PXfer> p2p_;    // per send op, in id order
   std::vector<int32_t> p2p_of_;  // per op: its pair's p2p_ index; -1 if none
   std::vector<Owner> owners_;  // per flow id

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/engine/symmetry.hpp"
+
 namespace rm::engine {
 
 using schedule::Op;
@@ -31,13 +33,20 @@ std::vector<cost::PlannedTransfer> plan_call(const schedule::Schedule& s, const 
 
 void begin_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t c, CallRun& run,
                 std::vector<Xfer>& xfers) {
-  run.plan = plan_call(s, p, c);
   const auto& members = p.match.calls[static_cast<size_t>(c)];
+  const Op& first = s.ops[static_cast<size_t>(members.front())];
+  if (s.symmetry.replicas > 1 && s.groups[static_cast<size_t>(first.group)].spans_replicas) {
+    run.fold = static_cast<int32_t>(members.size());
+    run.plan = plan_replicated(first.kind, run.fold, s.symmetry.replicas, double(first.bytes));
+  } else {
+    run.fold = 0;
+    run.plan = plan_call(s, p, c);
+  }
   run.member_left.assign(members.size(), 0);
   run.dependents_begin.assign(run.plan.size() + 1, 0);
   for (const auto& x : run.plan) {
-    ++run.member_left[static_cast<size_t>(x.src)];
-    ++run.member_left[static_cast<size_t>(x.dst)];
+    ++run.member_left[static_cast<size_t>(run.slot(x.src))];
+    ++run.member_left[static_cast<size_t>(run.slot(x.dst))];
     for (int32_t d : x.deps)
       if (d >= 0) ++run.dependents_begin[static_cast<size_t>(d) + 1];
   }

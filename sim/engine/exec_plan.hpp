@@ -35,6 +35,11 @@ struct CallRun {
   std::vector<int32_t> dependents_begin, dependents;
   std::vector<int32_t> member_left;
   int64_t base = 0;  // its transfers in the engine's transfer list from here
+  // A call over a group spanning replicas (symmetry.hpp): its members in replica 0;
+  // plan members are then full member indices, member m standing for slot(m) of
+  // replica m / fold. 0: an ordinary call.
+  int32_t fold = 0;
+  int slot(int m) const { return fold > 0 ? m % fold : m; }
 };
 // One planned transfer of a call, as the engines queue it.
 struct Xfer {
@@ -42,7 +47,8 @@ struct Xfer {
   int32_t local;      // index into the call's plan
   int32_t deps_left;  // transfers of the plan it still waits for
 };
-// Plans `call` into `run` and appends its transfers to `xfers` (run.base is the first).
+// Plans `call` into `run` (over all replicas' members for a group spanning replicas
+// in a replica-symmetric Schedule: plan_replicated) and appends its transfers to `xfers` (run.base is the first).
 void begin_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t call, CallRun& run,
                 std::vector<Xfer>& xfers);
 

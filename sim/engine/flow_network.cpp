@@ -9,6 +9,7 @@ namespace rm::engine {
 FlowNetwork::FlowNetwork(std::vector<double> capacity_Bps)
     : capacity_(std::move(capacity_Bps)),
       on_link_(capacity_.size()),
+      weight_on_(capacity_.size(), 0),
       link_mark_(capacity_.size(), 0),
       left_(capacity_.size(), 0.0),
       open_(capacity_.size(), 0) {
@@ -16,8 +17,10 @@ FlowNetwork::FlowNetwork(std::vector<double> capacity_Bps)
     if (!(c > 0)) throw std::invalid_argument("FlowNetwork: every link needs a capacity > 0");
 }
 
-int32_t FlowNetwork::start(std::span<const int> links, double bytes, double now) {
+int32_t FlowNetwork::start(std::span<const int> links, std::span<const int32_t> weights, double bytes, double now) {
   if (links.empty()) throw std::invalid_argument("FlowNetwork::start: a flow needs at least one link");
+  if (!weights.empty() && weights.size() != links.size())
+    throw std::invalid_argument("FlowNetwork::start: one weight per link");
   int32_t id;
   if (!free_.empty()) {
     id = free_.back();
@@ -29,6 +32,10 @@ int32_t FlowNetwork::start(std::span<const int> links, double bytes, double now)
   }
   Flow& f = flows_[static_cast<size_t>(id)];
   f.links.assign(links.begin(), links.end());
+  f.weights.assign(weights.begin(), weights.end());
+  bool weighted = false;
+  for (int32_t w : weights) weighted = weighted || w != 1;
+  if (!weighted) f.weights.clear();
   f.remaining = bytes;
   f.since = now;
   f.rate = 0;
@@ -36,8 +43,11 @@ int32_t FlowNetwork::start(std::span<const int> links, double bytes, double now)
   rescheduled_.clear();
   bool alone = true;
   for (int l : links) alone = alone && on_link_[static_cast<size_t>(l)].empty();
-  for (int l : links) on_link_[static_cast<size_t>(l)].push_back(id);
-  if (alone) {  // its route's slowest link, exactly as CostModel::transfer_seconds takes it
+  for (size_t i = 0; i < links.size(); ++i) {
+    on_link_[static_cast<size_t>(links[i])].push_back(id);
+    weight_on_[static_cast<size_t>(links[i])] += f.weights.empty() ? 1 : f.weights[i];
+  }
+  if (alone && !weighted) {  // its route's slowest link, exactly as CostModel::transfer_seconds takes it
     double rate = std::numeric_limits<double>::infinity();
     for (int l : links) rate = std::min(rate, capacity_[static_cast<size_t>(l)]);
     f.rate = rate;
@@ -59,9 +69,11 @@ void FlowNetwork::finish(int32_t id, double now) {
   free_.push_back(id);
   rescheduled_.clear();
   bool shared = false;
-  for (int l : f.links) {
-    auto& on = on_link_[static_cast<size_t>(l)];
+  for (size_t i = 0; i < f.links.size(); ++i) {
+    const auto l = static_cast<size_t>(f.links[i]);
+    auto& on = on_link_[l];
     on.erase(std::find(on.begin(), on.end(), id));  // keeps the others in start order
+    weight_on_[l] -= f.weights.empty() ? 1 : f.weights[i];
     shared = shared || !on.empty();
   }
   if (shared) solve_around(f.links, now);
@@ -106,7 +118,7 @@ void FlowNetwork::solve_around(std::span<const int> links, double now) {
   // open flows at that share; repeat until every flow is frozen.
   for (int l : comp_links_) {
     left_[static_cast<size_t>(l)] = capacity_[static_cast<size_t>(l)];
-    open_[static_cast<size_t>(l)] = static_cast<int32_t>(on_link_[static_cast<size_t>(l)].size());
+    open_[static_cast<size_t>(l)] = weight_on_[static_cast<size_t>(l)];
   }
   for (int32_t g : comp_flows_) {
     Flow& fg = flows_[static_cast<size_t>(g)];
@@ -127,9 +139,15 @@ void FlowNetwork::solve_around(std::span<const int> links, double now) {
       Flow& fg = flows_[static_cast<size_t>(g)];
       if (fg.rate >= 0) continue;
       fg.rate = share;
-      for (int m : fg.links) {
-        left_[static_cast<size_t>(m)] -= share;
-        --open_[static_cast<size_t>(m)];
+      for (size_t i = 0; i < fg.links.size(); ++i) {
+        const auto m = static_cast<size_t>(fg.links[i]);
+        if (fg.weights.empty() || fg.weights[i] == 1) {
+          left_[m] -= share;
+          --open_[m];
+        } else {  // the flow's translates on this link take their shares too
+          left_[m] -= fg.weights[i] * share;
+          open_[m] -= fg.weights[i];
+        }
       }
       --open_flows;
     }

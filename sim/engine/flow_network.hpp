@@ -10,6 +10,10 @@
 // bumps its version, so the caller can drop the completion events it queued
 // before (it keeps (flow, version) with each event).
 //
+// Weights (the data-parallel shortcut, symmetry.hpp): a flow may stand for w flows
+// on a link, its translates; it then takes w times its rate from that link's
+// capacity. Without weights (all 1) every figure is what it was, bit for bit.
+//
 // Deterministic: the same calls in the same order give bit-identical results.
 #pragma once
 
@@ -26,7 +30,9 @@ class FlowNetwork {
 
   // A flow of `bytes` over `links` (a non-empty route) starting at `now`;
   // returns its id (ids of finished flows are reused).
-  int32_t start(std::span<const int> links, double bytes, double now);
+  int32_t start(std::span<const int> links, double bytes, double now) { return start(links, {}, bytes, now); }
+  // The same with a weight per link (weights empty: all 1; else links are distinct).
+  int32_t start(std::span<const int> links, std::span<const int32_t> weights, double bytes, double now);
   // Flow f's bytes are done at `now` (its end_time): it leaves its links.
   void finish(int32_t f, double now);
 
@@ -45,6 +51,7 @@ class FlowNetwork {
  private:
   struct Flow {
     std::vector<int> links;
+    std::vector<int32_t> weights;  // per link; empty: all 1
     double remaining = 0;  // bytes left at `since`
     double since = 0;
     double rate = 0;
@@ -60,6 +67,7 @@ class FlowNetwork {
 
   std::vector<double> capacity_;
   std::vector<std::vector<int32_t>> on_link_;  // active flows per link
+  std::vector<int32_t> weight_on_;             // per link: the weights of its active flows, summed
   std::vector<Flow> flows_;
   std::vector<int32_t> free_;
   std::vector<int32_t> rescheduled_;
@@ -69,7 +77,7 @@ class FlowNetwork {
   std::vector<int32_t> comp_flows_;
   std::vector<int> comp_links_;
   std::vector<double> left_;   // per link: capacity not yet given to frozen flows
-  std::vector<int32_t> open_;  // per link: flows on it not yet frozen
+  std::vector<int32_t> open_;  // per link: weights of the flows on it not yet frozen
   std::vector<double> old_rate_;
   int64_t solves_ = 0, solved_flows_ = 0;
 };

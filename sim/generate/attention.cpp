@@ -191,12 +191,12 @@ void emit_attention(StepContext& ctx, const AttentionCall& call, RankDeps& ready
   // Every forward and every recomputation of the attention builds its index,
   // before the per-call shuffle (index_inputs).
   if (ctx.patterns_dynamic && !call.backward)
-    for (int d = 0; d < p.dp; ++d)
+    for (int d = 0; d < ctx.sim_dp; ++d)
       for (int h = 0; h < p.hp; ++h)
         for (int t = 0; t < p.tp; ++t) emit_index_building(ctx, d, h, t, call.phase, call.layer, ready);
   if (ctx.shuffles()) shuffle_everywhere(ctx, where, ready, ins, stage, stage + 1), ++stage;
   if (ctx.patterns_dynamic && call.backward)  // the backward's own view of the block mask
-    for (int d = 0; d < p.dp; ++d)
+    for (int d = 0; d < ctx.sim_dp; ++d)
       for (int h = 0; h < p.hp; ++h)
         for (int t = 0; t < p.tp; ++t) emit_backward_index_conversion(ctx, d, h, t, call.phase, call.layer, ready);
   emit_ring(ctx, call.phase, call.layer, call.backward, ready);

@@ -28,7 +28,7 @@ using Io = std::function<std::pair<std::vector<int>, std::vector<int>>(int rank)
 std::vector<OpId> on_every_rank(StepContext& ctx, OpKind kind, Where where, double flops, int64_t tokens,
                                 RankDeps& ready, const Io& io) {
   std::vector<OpId> ids;
-  for (int r = 0; r < ctx.e.parallel.world(); ++r) {
+  for (int r = 0; r < ctx.sim_world; ++r) {
     ids.push_back(ctx.compute(r, kind, where, {flops, 0, tokens}, ready));
     auto [reads, writes] = io(r);
     ctx.access(ids.back(), std::move(reads), std::move(writes));

@@ -148,16 +148,35 @@ int64_t pair_cost_bytes(const Experiment& e, bool every_layer) {
   return (patterns + layers * e.parallel.hp * e.parallel.tp) * pairs;
 }
 
+// With the shortcut the engine plans each collective over a group spanning replicas
+// for all its members but keeps replica 0's transfers: n (ring stages) per call and
+// group, n the group's members in replica 0. The engine holds every call's plan to the
+// end (~80 bytes a transfer: plan, queue entry, dependents).
+constexpr int64_t kTransferBytes = 80;
+int64_t spanning_transfers(const Experiment& e) {
+  const Parallel& p = e.parallel;
+  if (e.scope != Scope::step || p.replicas() < 2) return 0;
+  const int64_t L = e.model.layers, N = p.world() / p.tp, n = N / p.dp;
+  const int64_t ring = n * (N - 1);  // all_gather, reduce_scatter; all_reduce twice that
+  int64_t calls = (L + 1) * (p.zero_stage == 0 ? 2 : 1);  // gradient reductions
+  if (p.zero_stage == 3) calls += 1 + 2 * L;               // parameter gathers
+  if (p.zero_stage == 1 || p.zero_stage == 2) calls += L + 1;  // updated shards back
+  return calls * ring * p.tp;
+}
+
 }  // namespace
 
 int64_t count_step_ops(const Experiment& e) { return Counter(e).count(); }
+int64_t count_replica_ops(const Experiment& e) { return count_step_ops(e) / e.parallel.dp; }
 
-Footprint estimate_footprint(const Experiment& e, RunKind kind) {
+Footprint estimate_footprint(const Experiment& e, RunKind kind, bool one_replica) {
   Footprint f;
-  f.ops = count_step_ops(e);
+  f.ops = one_replica ? count_replica_ops(e) : count_step_ops(e);
+  const int64_t ranks = one_replica ? e.parallel.world() / e.parallel.dp : e.parallel.world();
   const int64_t per_op = kind == RunKind::schedule ? kScheduleBytesPerOp : kSimulateBytesPerOp;
-  f.bytes = kBaseBytes + f.ops * per_op + int64_t(e.parallel.world()) * kBytesPerRank +
+  f.bytes = kBaseBytes + f.ops * per_op + ranks * kBytesPerRank +
             pair_cost_bytes(e, e.scope == Scope::step) + topology_bytes(e, f.ops);
+  if (one_replica) f.bytes += spanning_transfers(e) * kTransferBytes;
   return f;
 }
 

@@ -29,6 +29,9 @@ bool dynamic_patterns(const Experiment& e);
 // Schedules). Throws rm::ConfigError where the generator would (uneven
 // hierarchical groups, windows that do not divide cp).
 int64_t count_step_ops(const Experiment& e);
+// The same with the data-parallel shortcut (generate_step's Replicas::one): every term
+// is a count per replica times dp, so replica 0 holds count_step_ops(e) / dp.
+int64_t count_replica_ops(const Experiment& e);
 
 // What a command will hold at its peak.
 enum class RunKind {
@@ -39,7 +42,8 @@ struct Footprint {
   int64_t ops = 0;
   int64_t bytes = 0;  // upper bound of the peak resident memory
 };
-Footprint estimate_footprint(const Experiment& e, RunKind kind);
+// one_replica: the shortcut's run (count_replica_ops, its ranks only).
+Footprint estimate_footprint(const Experiment& e, RunKind kind, bool one_replica = false);
 // `simulate --schedule FILE`: the Schedule the file declares (its op_count and
 // ranks, known before its ops are allocated), held and simulated, at the
 // same bytes per op and per rank as a generated run.

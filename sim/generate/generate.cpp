@@ -3,9 +3,12 @@
 #include <string>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "sim/generate/attention.hpp"
 #include "sim/generate/decoder_layer.hpp"
 #include "sim/generate/layer_costs.hpp"
+#include "sim/placement/device_map.hpp"
 
 namespace rm::generate {
 
@@ -89,7 +92,7 @@ void layer_backward(StepContext& ctx, int layer, RankDeps& ready) {
 void training_step(StepContext& ctx, RankDeps& ready) {
   const Experiment& e = ctx.e;
   const Model& m = e.model;
-  const int world = e.parallel.world(), zero = e.parallel.zero_stage, tp = e.parallel.tp;
+  const int world = ctx.sim_world, zero = e.parallel.zero_stage, tp = e.parallel.tp;
   const bool collectives = e.parallel.replicas() > 1;  // gradients to reduce
   const bool split = ctx.tensor_parallel();
   // Tokens of the GEMMs (with tp > 1 after the tensor group's all-gather) and of the
@@ -194,9 +197,9 @@ void training_step(StepContext& ctx, RankDeps& ready) {
 }  // namespace
 
 schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
-                                 placement::WorkCache* cache) {
-  StepContext ctx(e, patterns, topo, cache);
-  RankDeps ready(size_t(e.parallel.world()));
+                                 placement::WorkCache* cache, Replicas replicas) {
+  StepContext ctx(e, patterns, topo, cache, replicas == Replicas::one);
+  RankDeps ready(size_t(ctx.sim_world));
   const int l = e.scope_layer;
   switch (e.scope) {
     case Scope::attention_fwd: emit_attention(ctx, {Phase::forward, l, false, false}, ready); break;
@@ -211,6 +214,34 @@ schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityMo
     case Scope::step: training_step(ctx, ready); break;
   }
   return std::move(ctx.b).build();
+}
+
+}  // namespace rm::generate
+
+namespace rm::generate {
+
+std::string replica_refusal(const Experiment& e, const topology::Topology& topo) {
+  const Parallel& p = e.parallel;
+  if (p.dp < 2) return "dp = 1: there is one replica";
+  const placement::DeviceMap map(p);
+  const int R = p.world() / p.dp;
+  // Replica d must be replica 0 translated by d * R GPUs, rank for rank.
+  for (int d = 1; d < p.dp; ++d)
+    for (int h = 0; h < p.hp; ++h)
+      for (int c = 0; c < p.cp; ++c)
+        for (int t = 0; t < p.tp; ++t)
+          if (map.gpu(d, h, c, t) != map.gpu(0, h, c, t) + d * R)
+            return fmt::format("replica {} is not replica 0 shifted by {} GPUs", d, d * R);
+  // Ring layouts follow the nodes; every replica's must be replica 0's.
+  const auto kind = make_attention_kind(e);
+  for (int h = 0; h < p.hp; ++h)
+    for (int t = 0; t < p.tp; ++t) {
+      const auto base = kind->layout(map.context_group(0, h, t), topo).rings;
+      for (int d = 1; d < p.dp; ++d)
+        if (kind->layout(map.context_group(d, h, t), topo).rings != base)
+          return fmt::format("replica {}'s ring layout differs from replica 0's (its GPUs sit on the nodes differently)", d);
+    }
+  return "";
 }
 
 }  // namespace rm::generate

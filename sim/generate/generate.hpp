@@ -7,6 +7,8 @@
 // and the optimizer at the ends of a step. docs/generators.md shows the ops.
 #pragma once
 
+#include <string>
+
 #include "sim/config/experiment.hpp"
 #include "sim/placement/work_cache.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -19,7 +21,14 @@ namespace rm::generate {
 // hierarchical ring whose context group spans nodes unevenly),
 // schedule::ScheduleError if the result does not validate.
 // `cache` (may be null) supplies partitions and pair costs (placement/work_cache.hpp).
+// Replicas::one is the data-parallel shortcut (docs/generators.md, "Replica symmetry"):
+// replica 0's ranks and ops only, the gradient/ZeRO groups marked spans_replicas and
+// Schedule::symmetry set; replica_refusal says first whether its replicas are identical.
+enum class Replicas { all, one };
 schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
-                                 placement::WorkCache* cache = nullptr);
+                                 placement::WorkCache* cache = nullptr, Replicas replicas = Replicas::all);
+// Why the generator cannot emit one replica for all ("" when it can): dp == 1, or a
+// replica's ring layout differs from replica 0's (the layouts follow the nodes).
+std::string replica_refusal(const Experiment& e, const topology::Topology& topo);
 
 }  // namespace rm::generate

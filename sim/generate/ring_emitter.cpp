@@ -344,7 +344,7 @@ void emit_group(StepContext& ctx, int d, int h, int tr, schedule::Phase phase, i
 }  // namespace
 
 void emit_ring(StepContext& ctx, schedule::Phase phase, int layer, bool backward, RankDeps& ready) {
-  for (int d = 0; d < ctx.e.parallel.dp; ++d)
+  for (int d = 0; d < ctx.sim_dp; ++d)
     for (int h = 0; h < ctx.e.parallel.hp; ++h)
       for (int t = 0; t < ctx.e.parallel.tp; ++t) emit_group(ctx, d, h, t, phase, layer, backward, ready);
 }

@@ -10,9 +10,11 @@ using schedule::OpKind;
 using schedule::StreamKind;
 
 StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityModel& patterns, const topology::Topology& topology,
-                         placement::WorkCache* cache)
+                         placement::WorkCache* cache, bool one_replica)
     : e(experiment),
       topo(topology),
+      sim_dp(one_replica ? 1 : experiment.parallel.dp),
+      sim_world(one_replica ? experiment.parallel.world() / experiment.parallel.dp : experiment.parallel.world()),
       patterns_dynamic(patterns.dynamic()),
       patterns_sparse(patterns.sparse()),
       patterns_causal(patterns.causal()),
@@ -27,7 +29,8 @@ StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityM
     for (int h = 0; h < p.hp; ++h)
       for (int c = 0; c < p.cp; ++c)
         for (int t = 0; t < p.tp; ++t) coord[size_t(rank(d, h, c, t))] = {d, h, c, t};
-  for (int r = 0; r < p.world(); ++r) b.add_rank(r);
+  for (int r = 0; r < sim_world; ++r) b.add_rank(r);
+  if (one_replica) b.set_symmetry({p.dp, sim_world});
 
   auto crosses = [&](int r, const std::vector<int>& peers) {
     for (int q : peers)
@@ -36,7 +39,7 @@ StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityM
   };
   // Group names carry t only with tp > 1, so that tp = 1 schedules are what they were.
   auto suffix = [&](int t) { return p.tp > 1 ? fmt::format("t{}", t) : std::string(); };
-  for (int d = 0; d < p.dp; ++d)
+  for (int d = 0; d < sim_dp; ++d)
     for (int h = 0; h < p.hp; ++h)
       for (int t = 0; t < p.tp; ++t) {
         auto gpus = map.context_group(d, h, t);
@@ -51,12 +54,12 @@ StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityM
             shuffle_groups.back().push_back(b.add_group(pair, fmt::format("zz_d{}h{}c{}{}", d, h, c, suffix(t))));
           }
       }
-  for (int d = 0; d < p.dp; ++d)
+  for (int d = 0; d < sim_dp; ++d)
     for (int c = 0; c < p.cp; ++c)
       for (int t = 0; t < p.tp; ++t)
         head_groups.push_back(b.add_group(map.head_group(d, c, t), fmt::format("hp_d{}c{}{}", d, c, suffix(t))));
   if (p.tp > 1)
-    for (int d = 0; d < p.dp; ++d)
+    for (int d = 0; d < sim_dp; ++d)
       for (int h = 0; h < p.hp; ++h)
         for (int c = 0; c < p.cp; ++c)
           tensor_groups.push_back(b.add_group(map.tensor_group(d, h, c), fmt::format("tp_d{}h{}c{}", d, h, c)));
@@ -64,15 +67,16 @@ StepContext::StepContext(const Experiment& experiment, const sparsity::SparsityM
   for (int r = 0; r < p.world(); ++r) all[size_t(r)] = r;
   for (int t = 0; t < p.tp; ++t) {
     std::vector<int> replicas;
-    for (int r = 0; r < p.world(); ++r)
+    for (int r = 0; r < sim_world; ++r)
       if (coord[size_t(r)].t == t) replicas.push_back(r);
     replica_groups.push_back(b.add_group(replicas, p.tp > 1 ? fmt::format("replicas_t{}", t) : "world"));
+    if (one_replica) b.set_spans_replicas(replica_groups.back());
   }
 
   const bool exchange = p.hp > 1 || (p.cp > 1 && (shuffles() || patterns.dynamic()));
   const bool dp = e.scope == Scope::step && p.replicas() > 1;
-  streams.resize(size_t(p.world()));
-  for (int r = 0; r < p.world(); ++r) {
+  streams.resize(size_t(sim_world));
+  for (int r = 0; r < sim_world; ++r) {
     const Coord& x = coord[size_t(r)];
     const RingLayout& l = layout(x.d, x.h, x.t);
     RankStreams& s = streams[size_t(r)];

@@ -49,8 +49,10 @@ struct RankStreams {
 
 struct StepContext {
   // `cache` (may be null) supplies partitions and pair costs (placement/work_cache.hpp).
+  // one_replica: the data-parallel shortcut (docs/generators.md): only replica 0's ranks
+  // and ops, the replica groups (gradients, ZeRO) spanning replicas.
   StepContext(const Experiment& experiment, const sparsity::SparsityModel& patterns, const topology::Topology& topology,
-              placement::WorkCache* cache = nullptr);
+              placement::WorkCache* cache = nullptr, bool one_replica = false);
 
   int rank(int d, int h, int c, int t) const { return map.gpu(d, h, c, t); }
   // Context groups (one ring each) are per (d, h, t): every tensor rank runs the ring
@@ -98,6 +100,10 @@ struct StepContext {
 
   const Experiment& e;
   const topology::Topology& topo;
+  // The replicas emitted (dp, or 1 with the shortcut) and their ranks: every loop over
+  // data-parallel ranks or ranks runs to these, so the full step is what it always was.
+  int sim_dp = 1;
+  int sim_world = 1;
   bool patterns_dynamic = false;
   bool patterns_sparse = false;  // some head is not dense causal: attention reads a sparse index
   bool patterns_causal = true;   // false with full attention: no (query, key) set is causally masked

@@ -9,6 +9,7 @@
 #include "sim/engine/simgrid_engine.hpp"
 #include "sim/generate/attention_kind.hpp"
 #include "sim/generate/footprint.hpp"
+#include "sim/engine/symmetry.hpp"
 #include "sim/generate/generate.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "sim/topology/topology.hpp"
@@ -115,7 +116,10 @@ std::pair<traces::Timeline, report::StepReport> run_and_report(const Experiment&
   traces::Timeline tl = engine::simulate(s, plan, topo, cost, kind, edges);
   tl.metadata["experiment"] = e.name;
   report::StepReport rep = report::make_step_report(e, s, tl);
-  rep.bound_by = report::bound_by(s, tl, topo, cost, rep.critical_path, rep.imbalance.step_measured, &plan.match);
+  // bound_by plans collectives over the Schedule's own members: not one replica's share of
+  // a group spanning replicas (docs/engines.md, "Replica symmetry"), so it is left out there.
+  if (s.symmetry.replicas == 1)
+    rep.bound_by = report::bound_by(s, tl, topo, cost, rep.critical_path, rep.imbalance.step_measured, &plan.match);
   return {std::move(tl), std::move(rep)};
 }
 
@@ -186,6 +190,15 @@ const topology::Topology& Session::topology(const Experiment& e) {
 
 schedule::Schedule Session::schedule(const Experiment& e) {
   return generate::generate_step(e, patterns(e), topology(e), &work_);
+}
+
+std::optional<schedule::Schedule> Session::one_replica_schedule(const Experiment& e, std::string& why_not) {
+  why_not = generate::replica_refusal(e, topology(e));
+  if (!why_not.empty()) return std::nullopt;
+  schedule::Schedule s = generate::generate_step(e, patterns(e), topology(e), &work_, generate::Replicas::one);
+  why_not = engine::symmetry_refusal(s, topology(e), cost::CostModel::for_experiment(e));
+  if (!why_not.empty()) return std::nullopt;
+  return s;
 }
 
 Simulation Session::simulate(const Experiment& e, engine::EngineKind kind) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,10 @@ class Session {
   // e.cluster's Topology, built once per distinct topology (Topology::key); stays valid for the session.
   const topology::Topology& topology(const Experiment& e);
   schedule::Schedule schedule(const Experiment& e);
+  // The data-parallel shortcut (docs/engines.md, "Replica symmetry"): the Schedule of
+  // replica 0 alone when simulating it is exact (generate::replica_refusal, then
+  // engine::symmetry_refusal on its routes); else nullopt and `why_not` says why.
+  std::optional<schedule::Schedule> one_replica_schedule(const Experiment& e, std::string& why_not);
   Simulation simulate(const Experiment& e, engine::EngineKind kind);
   // The fast path of a sweep: like simulate(e, kind).report, but a point whose
   // schedule_key equals the previous point's reuses that Schedule, its RunPlan

@@ -158,12 +158,15 @@ Imbalance imbalance(const StepSums& sums, const OpSpans& t, size_t ranks) {
 
 void fill_totals(StepReport& r, const Experiment& e, const schedule::Schedule& s, const StepSums& sums,
                  const OpSpans& t, double step_time_s) {
-  r.gpus = int(s.ranks.size());
+  // A replica-symmetric Schedule holds one of `replicas` identical replicas
+  // (schedule.hpp, ReplicaSymmetry): GPUs and FLOPs count all of them.
+  const int replicas = s.symmetry.replicas;
+  r.gpus = int(s.ranks.size()) * replicas;
   r.step_time_s = step_time_s;
-  r.model_flops = cost::model_flops(e, sums.mask_attention_fwd_flops).total();
+  r.model_flops = cost::model_flops(e, sums.mask_attention_fwd_flops * replicas).total();
   r.dense_causal_model_flops = cost::dense_causal_model_flops(e).total();
   if (r.model_flops > 0) r.dense_equivalent_speedup = r.dense_causal_model_flops / r.model_flops;
-  r.executed_flops = sums.executed_flops;
+  r.executed_flops = sums.executed_flops * replicas;
   if (r.step_time_s > 0) {
     const double tokens = double(e.parallel.dp) * e.workload.batch * double(e.workload.seq_len);
     r.tokens_per_s = tokens / r.step_time_s;

@@ -88,6 +88,9 @@ class ScheduleBuilder {
   int add_stream(int rank, StreamKind kind, std::string name = "");  // id on that rank; name defaults to the kind
   int stream(int rank, StreamKind kind) const;                    // first stream of that kind; throws if none
   int add_group(std::vector<int> ranks, std::string name = "");   // returns the group id
+  // The data-parallel shortcut's annotations (schedule.hpp, ReplicaSymmetry).
+  void set_symmetry(ReplicaSymmetry sym) { s_.symmetry = sym; }
+  void set_spans_replicas(int group) { s_.groups.at(static_cast<size_t>(group)).spans_replicas = true; }
 
   OpId add_op(Op op);  // op.id is assigned; everything else is taken as given
   OpId compute(int rank, int stream, OpKind kind, Where where, ComputeCost cost,

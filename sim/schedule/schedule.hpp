@@ -118,7 +118,22 @@ struct Group {
   int id = 0;
   std::vector<int> ranks;  // members, distinct
   std::string name;        // e.g. "cp0", "dp"; free
+  // Only in a replica-symmetric Schedule (ReplicaSymmetry): the group stands for its
+  // members and their images in every other replica; a collective over it is the call
+  // over all of them (members ascending, within replica 0).
+  bool spans_replicas = false;
   bool operator==(const Group&) const = default;
+};
+
+// Data-parallel symmetry (sim/engine/symmetry.hpp, docs/engines.md): the Schedule
+// holds replica 0 of `replicas` identical replicas. Replica k's rank r is rank
+// r + k * ranks_per_replica on GPU gpu + k * ranks_per_replica; its ops are replica
+// 0's with the same times. Only the engines read it (the analytic one runs it; the
+// SimGrid one refuses); Schedule files never carry it. replicas == 1: an ordinary Schedule.
+struct ReplicaSymmetry {
+  int replicas = 1;
+  int ranks_per_replica = 0;
+  bool operator==(const ReplicaSymmetry&) const = default;
 };
 
 // A tensor on one rank (in `instances` copies).
@@ -212,6 +227,7 @@ struct Schedule {
   std::vector<Access> accesses;
   std::vector<Attention> attentions;
   std::vector<Gemm> gemms;
+  ReplicaSymmetry symmetry;  // replicas == 1 unless generated with the data-parallel shortcut
 
   // nullptr when the rank or stream does not exist.
   const Stream* find_stream(int rank, int stream) const;

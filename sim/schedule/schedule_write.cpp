@@ -150,6 +150,10 @@ void put_descriptor_column(ojson& seg, const std::string& key, const ojson& mine
 }  // namespace
 
 std::string to_schedule_json(const Schedule& s) {
+  // One replica standing for all (ReplicaSymmetry) is the engines' shortcut, not a
+  // Schedule to run or keep: files hold every rank.
+  if (s.symmetry.replicas > 1)
+    throw ScheduleError("a replica-symmetric Schedule (one replica of several) is not written to files");
   ojson j;
   j["format"] = "ringmaster.schedule";
   j["version"] = kScheduleFormatVersion;

@@ -83,7 +83,16 @@ class Checker {
         if (!rank_ok(r)) add_plain(ProblemKind::bad_rank, fmt::format("group {} names unknown rank {}", g, r));
         if (!seen.insert(r).second) add_plain(ProblemKind::bad_group, fmt::format("group {} lists rank {} twice", g, r));
       }
+      if (grp.spans_replicas && (s_.symmetry.replicas < 2 || !std::is_sorted(grp.ranks.begin(), grp.ranks.end())))
+        add_plain(ProblemKind::bad_group, fmt::format("group {} spans replicas: expected ascending members in a "
+                                                      "replica-symmetric Schedule", g));
     }
+    // The data-parallel shortcut's annotation (schedule.hpp): replica 0's ranks, all of them.
+    const ReplicaSymmetry& sym = s_.symmetry;
+    if (sym.replicas < 1 || (sym.replicas > 1 && sym.ranks_per_replica != static_cast<int>(s_.ranks.size())))
+      add_plain(ProblemKind::bad_rank, fmt::format("symmetry: expected replicas >= 1 and ranks_per_replica = the "
+                                                   "{} ranks, got {} and {}", s_.ranks.size(), sym.replicas,
+                                                   sym.ranks_per_replica));
   }
 
   void check_ops() {

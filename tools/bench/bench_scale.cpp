@@ -284,10 +284,12 @@ int main(int argc, char** argv) {
     const std::vector<std::string> big{"--set", "cluster.nodes=512", "--set", "workload.seq_len=4m"};
     auto a = big;
     a.insert(a.end(), {"--set", "parallel.dp=32", "--set", "parallel.cp=128"});
-    simulate_case(bin, "4,096 GPUs, 4M, dp=32 x cp=128 step, analytic", a, 60, 600, 8);
-    auto b = big;
-    b.insert(b.end(), {"--set", "parallel.dp=4", "--set", "parallel.cp=1024"});
-    simulate_case(bin, "4,096 GPUs, 4M, dp=4 x cp=1024 step, analytic", b, 60, 600, 8);
+    // The data-parallel shortcut (docs/engines.md, "Replica symmetry"): one replica for all, exactly.
+    auto a1 = a, b1 = big;
+    a1.insert(a1.end(), {"--symmetry", "dp"});
+    simulate_case(bin, "4,096 GPUs, 4M, dp=32 x cp=128 step, analytic, --symmetry dp", a1, 60, 600, 8);
+    b1.insert(b1.end(), {"--set", "parallel.dp=4", "--set", "parallel.cp=1024", "--symmetry", "dp"});
+    simulate_case(bin, "4,096 GPUs, 4M, dp=4 x cp=1024 step, analytic, --symmetry dp", b1, 60, 600, 8);
     if (full) {
       a.insert(a.end(), {"--engine", "simgrid"});
       simulate_case(bin, "4,096 GPUs, 4M, dp=32 x cp=128 step, simgrid", a, 600, 1200);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/generate/footprint.hpp"
+#include "sim/generate/generate.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "traces/chrome_trace.hpp"
@@ -24,6 +25,7 @@ struct Options {
   std::string engine = "analytic";
   std::string trace;
   std::string schedule_file;
+  std::string symmetry = "off";
 };
 
 void run(const Options& o) {
@@ -33,6 +35,13 @@ void run(const Options& o) {
   if (!o.schedule_file.empty() && (!o.exp.file.empty() || !o.exp.sets.empty()))
     throw ConfigError("--schedule: a schedule carries its experiment; give no experiment or --set with it");
 
+  if (o.symmetry != "off" && o.symmetry != "dp")
+    throw ConfigError(fmt::format("--symmetry: expected off or dp, got \"{}\"", o.symmetry));
+  if (o.symmetry == "dp" && !o.schedule_file.empty())
+    throw ConfigError("--symmetry dp: a Schedule file holds every replica; give an experiment instead");
+  if (o.symmetry == "dp" && *kind != engine::EngineKind::analytic)
+    throw ConfigError("--symmetry dp: only the analytic engine runs one replica for all (docs/engines.md)");
+  std::string symmetry_line;  // what the shortcut did, when asked for
   ProgressLine progress(!o.exp.json);
   Experiment e;
   schedule::Schedule in;
@@ -43,12 +52,28 @@ void run(const Options& o) {
     in = std::move(loaded.schedule);
   } else {
     e = o.exp.load();
-    generate::check_fits(generate::estimate_footprint(e, generate::RunKind::simulate), "this simulation");
-    progress.update("building the sparsity pattern", 0, 3);
     pipeline::Session session;
-    session.patterns(e);
-    progress.update("generating the schedule", 1, 3);
-    in = session.schedule(e);
+    bool one = false;
+    if (o.symmetry == "dp") {  // the data-parallel shortcut (docs/engines.md, "Replica symmetry")
+      symmetry_line = generate::replica_refusal(e, session.topology(e));
+      if (symmetry_line.empty()) {
+        generate::check_fits(generate::estimate_footprint(e, generate::RunKind::simulate, true), "this simulation");
+        progress.update("building the sparsity pattern", 0, 3);
+        session.patterns(e);
+        progress.update("generating one replica's schedule", 1, 3);
+        if (auto s1 = session.one_replica_schedule(e, symmetry_line)) in = std::move(*s1), one = true;
+      }
+      symmetry_line = one ? fmt::format("simulated 1 of {} data-parallel replicas (exact: their routes are translates)",
+                                        e.parallel.dp)
+                          : "the full step: the data-parallel shortcut does not apply: " + symmetry_line;
+    }
+    if (!one) {
+      generate::check_fits(generate::estimate_footprint(e, generate::RunKind::simulate), "this simulation");
+      progress.update("building the sparsity pattern", 0, 3);
+      session.patterns(e);
+      progress.update("generating the schedule", 1, 3);
+      in = session.schedule(e);
+    }
   }
   progress.update(fmt::format("simulating {} ops ({})", in.ops.size(), o.engine), 2, 3);
   pipeline::Simulation sim = pipeline::simulate_schedule(e, std::move(in), *kind);
@@ -59,7 +84,8 @@ void run(const Options& o) {
     progress.update("writing " + o.trace, 3, 3);
     // The hash ringmaster-run records, so `ringmaster compare` can tell that a
     // predicted and a measured Timeline are of one Schedule.
-    sim.timeline.metadata["schedule_hash"] = schedule::schedule_hash(s);
+    // One replica's Schedule is never written to a file: it has no hash to match.
+    if (s.symmetry.replicas == 1) sim.timeline.metadata["schedule_hash"] = schedule::schedule_hash(s);
     traces::write_chrome_trace(sim.timeline, o.trace);
   }
   if (o.exp.json) {
@@ -74,6 +100,10 @@ void run(const Options& o) {
     j["engine"] = o.engine;
     j["generator"] = s.generator;
     j["ops"] = s.ops.size();
+    if (!symmetry_line.empty())
+      j["symmetry"] = {{"replicas_simulated", s.symmetry.replicas > 1 ? 1 : e.parallel.dp},
+                       {"replicas", e.parallel.dp},
+                       {"note", symmetry_line}};
     if (!o.trace.empty()) j["trace"] = o.trace;
     std::puts(j.dump(2).c_str());
     return;
@@ -81,6 +111,7 @@ void run(const Options& o) {
   std::string text = experiment_header(e);
   text += fmt::format("schedule {}: {} ops over {} ranks; engine {}\n\n", s.generator, s.ops.size(), s.ranks.size(),
                       o.engine);
+  if (!symmetry_line.empty()) text += "symmetry: " + symmetry_line + "\n\n";
   text += report::to_text(rep);
   if (!o.trace.empty()) text += fmt::format("\nTimeline written to {} (open it in https://ui.perfetto.dev)\n", o.trace);
   std::fputs(text.c_str(), stdout);
@@ -96,6 +127,10 @@ void register_simulate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--trace", o->trace, "Write the predicted Timeline as Chrome-trace JSON (.gz to compress)");
   cmd->add_option("--schedule", o->schedule_file, "Simulate this Schedule file (from `ringmaster schedule`) instead");
+  cmd->add_option("--symmetry", o->symmetry,
+                  "dp: simulate one data-parallel replica for all when that is provably exact (analytic engine), "
+                  "else the full step with a line saying why")
+      ->capture_default_str();
   cmd->callback([o] { run(*o); });
 }
 

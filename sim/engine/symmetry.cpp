@@ -1,0 +1,129 @@
+#include "sim/engine/symmetry.hpp"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+#include <tuple>
+#include <utility>
+
+#include <fmt/format.h>
+
+
+namespace rm::engine {
+
+using schedule::OpKind;
+
+ReplicaRoutes::ReplicaRoutes(const topology::Topology& t, const cost::CostModel& m, schedule::ReplicaSymmetry sym)
+    : t_(t), m_(m), replicas_(sym.replicas), shift_(sym.ranks_per_replica) {}
+
+std::string ReplicaRoutes::fold(int src, int dst, FoldedRoute& out) {
+  out = {};
+  std::vector<std::vector<int>> r(static_cast<size_t>(replicas_));
+  for (int k = 0; k < replicas_; ++k) {
+    const int a = translate(src, k), b = translate(dst, k);
+    if (a >= t_.gpus() || b >= t_.gpus()) return fmt::format("GPU {} or {} is outside the cluster", a, b);
+    r[static_cast<size_t>(k)] = t_.compute_route(a, b).links;
+    if (r[static_cast<size_t>(k)].size() != r[0].size())
+      return fmt::format("route {} -> {} has {} links, its translate {} -> {} {}", src, dst, r[0].size(), a, b,
+                         r[static_cast<size_t>(k)].size());
+  }
+  const auto& links = t_.links();
+  for (size_t i = 0; i < r[0].size(); ++i) {
+    std::set<int> orbit;
+    for (int k = 0; k < replicas_; ++k) {
+      const int x = r[static_cast<size_t>(k)][i], y = r[static_cast<size_t>((k + 1) % replicas_)][i];
+      orbit.insert(x);
+      auto [it, fresh] = image_.try_emplace(x, y);
+      auto [jt, fresh_pre] = preimage_.try_emplace(y, x);
+      const topology::Link &lx = links[static_cast<size_t>(x)], &ly = links[static_cast<size_t>(y)];
+      if (it->second != y || jt->second != x || m_.link_rate_Bps(lx) != m_.link_rate_Bps(ly) ||
+          lx.latency_us != ly.latency_us)
+        return fmt::format("link {} of route {} -> {} does not translate onto one link of the same rate ({} or {})",
+                           lx.name, src, dst, links[static_cast<size_t>(it->second)].name, ly.name);
+    }
+    // Translates crossing the orbit's representative at this position: replicas / |orbit|.
+    const int rep = *orbit.begin();
+    const int32_t w = static_cast<int32_t>(replicas_ / static_cast<int>(orbit.size()));
+    auto at = std::find(out.links.begin(), out.links.end(), rep);
+    if (at == out.links.end()) out.links.push_back(rep), out.weights.push_back(w);
+    else out.weights[static_cast<size_t>(at - out.links.begin())] += w;
+  }
+  return "";
+}
+
+std::vector<cost::PlannedTransfer> plan_replicated(OpKind kind, int n, int replicas, double bytes) {
+  const int N = n * replicas;
+  std::vector<cost::PlannedTransfer> out;
+  if (N <= 1) return out;
+  // The image in replica 0 of the full plan's stage k transfer from member m: the
+  // plans below number transfers stage * members + source, as plan_collective does.
+  auto image = [&](int k, int m) { return static_cast<int32_t>(k * n + ((m % N) + N) % N % n); };
+  auto ring = [&](int steps, double chunk) {
+    out.reserve(size_t(n) * size_t(steps));
+    for (int k = 0; k < steps; ++k)
+      for (int i = 0; i < n; ++i) {
+        cost::PlannedTransfer t{i, (i + 1) % N, chunk, {-1, -1}};
+        if (k > 0) t.deps = {image(k - 1, i), image(k - 1, i + N - 1)};
+        out.push_back(t);
+      }
+  };
+  switch (kind) {
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter: ring(N - 1, bytes / N); break;
+    case OpKind::all_reduce: ring(2 * (N - 1), bytes / N); break;
+    case OpKind::all_to_all:
+      out.reserve(size_t(n) * size_t(N - 1));
+      for (int k = 1; k < N; ++k)
+        for (int i = 0; i < n; ++i) {
+          cost::PlannedTransfer t{i, (i + k) % N, bytes / N, {-1, -1}};
+          if (k > 1) t.deps = {image(k - 2, i), image(k - 2, i + 1)};
+          out.push_back(t);
+        }
+      break;
+    default: throw std::invalid_argument("plan_replicated: a group spanning replicas runs no " + std::string(to_string(kind)));
+  }
+  return out;
+}
+
+std::string symmetry_refusal(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m) {
+  const schedule::ReplicaSymmetry& sym = s.symmetry;
+  if (sym.replicas < 2) return "the Schedule holds every replica";
+  if (sym.ranks_per_replica != static_cast<int>(s.ranks.size()))
+    return fmt::format("{} ranks, but {} per replica", s.ranks.size(), sym.ranks_per_replica);
+  for (const auto& rank : s.ranks)
+    if (rank.gpu != rank.id) return fmt::format("rank {} is on GPU {}: the shortcut needs rank = GPU", rank.id, rank.gpu);
+  ReplicaRoutes routes(t, m, sym);
+  std::set<std::pair<int, int>> pairs;
+  for (const auto& op : s.ops)
+    if (op.kind == OpKind::send) pairs.insert({op.rank, op.peer});
+  // Collectives: the pairs of each distinct (group, kind) plan; members are GPUs (rank = GPU).
+  std::set<std::tuple<int, OpKind, int>> seen;
+  for (const auto& op : s.ops) {
+    if (!schedule::is_collective(op.kind) || !seen.insert({op.group, op.kind, op.peer}).second) continue;
+    const schedule::Group& g = s.groups[static_cast<size_t>(op.group)];
+    const int n = static_cast<int>(g.ranks.size());
+    if (!g.spans_replicas) {
+      const int root = op.kind == OpKind::broadcast
+                           ? static_cast<int>(std::find(g.ranks.begin(), g.ranks.end(), op.peer) - g.ranks.begin())
+                           : 0;
+      for (const auto& x : cost::CostModel::plan_collective(op.kind, n, 1.0, root))
+        pairs.insert({g.ranks[size_t(x.src)], g.ranks[size_t(x.dst)]});
+      continue;
+    }
+    if (!std::is_sorted(g.ranks.begin(), g.ranks.end()))
+      return fmt::format("group '{}' spans replicas but its members are not ascending", g.name);
+    if (op.kind == OpKind::broadcast) return fmt::format("group '{}' spans replicas and broadcasts", g.name);
+    const auto plan = plan_replicated(op.kind, n, sym.replicas, 1.0);
+    // A ring's stages repeat its first stage's pairs.
+    const size_t used = op.kind == OpKind::all_to_all ? plan.size() : std::min(plan.size(), size_t(n));
+    for (size_t i = 0; i < used; ++i)
+      if (const auto& x = plan[i]; true)
+        pairs.insert({g.ranks[size_t(x.src)], routes.translate(g.ranks[size_t(x.dst % n)], x.dst / n)});
+  }
+  FoldedRoute f;
+  for (const auto& [a, b] : pairs)
+    if (std::string why = routes.fold(a, b, f); !why.empty()) return why;
+  return "";
+}
+
+}  // namespace rm::engine

@@ -1,0 +1,61 @@
+// The data-parallel shortcut on the engine's side (docs/engines.md, "Replica
+// symmetry"): a Schedule with ReplicaSymmetry holds replica 0 only. It is exact
+// when translating every GPU by ranks_per_replica (modulo the world) maps the
+// routes the step uses onto themselves, link for link. Then every replica's ops
+// take replica 0's times, and the engine runs replica 0 alone provided that
+//   - a collective over a group spanning replicas is planned for all its members,
+//     replica 0's transfers run and a dependency on another replica's transfer is
+//     one on its image in replica 0 (plan_replicated);
+//   - a link carries each of replica 0's flows with the number of its translates
+//     that cross it: links are folded onto one representative per orbit under the
+//     translation and FlowNetwork shares capacity by those weights (fold_route).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/cost/cost_model.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "sim/topology/topology.hpp"
+
+namespace rm::engine {
+
+// A route of replica 0 folded onto orbit representatives: each link once, with its weight.
+struct FoldedRoute {
+  std::vector<int> links;
+  std::vector<int32_t> weights;
+};
+
+class ReplicaRoutes {
+ public:
+  ReplicaRoutes(const topology::Topology& t, const cost::CostModel& m, schedule::ReplicaSymmetry sym);
+  int world() const { return replicas_ * shift_; }
+  // GPU `gpu` translated by k replicas.
+  int translate(int gpu, int k) const { return (gpu + k * shift_) % world(); }
+  // The route src -> dst folded. "" when its translates are its links translated (with
+  // equal rates and latencies) consistently with every route folded before; else why not.
+  std::string fold(int src, int dst, FoldedRoute& out);
+
+ private:
+  const topology::Topology& t_;
+  const cost::CostModel& m_;
+  int replicas_, shift_;
+  std::unordered_map<int, int> image_, preimage_;  // the link translation, as far as the routes define it
+};
+
+// The transfers of a collective over a group spanning replicas (n members in replica
+// 0, n * replicas in all) whose source is in replica 0, in the order of the full plan
+// (cost::CostModel::plan_collective): transfer k * n + i is the full plan's stage k
+// from member i; src < n, dst is the full member index (mod n: its image in replica 0),
+// deps index this plan (a dependency on another replica's transfer is on its image).
+// all_gather, reduce_scatter, all_reduce and all_to_all; throws std::invalid_argument else.
+std::vector<cost::PlannedTransfer> plan_replicated(schedule::OpKind kind, int n, int replicas, double bytes);
+
+// Why the analytic engine cannot run `s` by its symmetry ("" when it can): every GPU
+// pair its p2p ops and collectives use must fold (ReplicaRoutes::fold), and a group
+// spanning replicas must hold ascending members of replica 0 and see no broadcast.
+std::string symmetry_refusal(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m);
+
+}  // namespace rm::engine
