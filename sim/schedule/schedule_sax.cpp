@@ -3,6 +3,7 @@
 // schedule_read_parts.hpp; any fault or unfamiliar form throws NotTaken.
 #include "sim/schedule/schedule_sax.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -29,6 +30,9 @@ constexpr int kMaxExperimentDepth = 128;
 class Text {
  public:
   explicit Text(std::string_view t) : p_(t.data()), end_(t.data() + t.size()) {}
+
+  // Bytes left to read: an array cannot hold more values than half of them.
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
 
   // The next significant character ('\0' at the end: valid nowhere in JSON).
   char peek() {
@@ -184,7 +188,9 @@ Column<T> column(Text& t, size_t count, Get get) {
     c.all = get();
     return c;
   }
-  c.values.reserve(count);
+  // A declared count is not trusted before the text backs it (a tiny file may declare
+  // 2^31 buffers): reserve no more than the values the rest of the text could hold.
+  c.values.reserve(std::min(count, t.remaining() / 2 + 1));
   t.array([&] { c.values.push_back(get()); });
   if (c.values.size() != count) not_taken();
   return c;
