@@ -107,13 +107,7 @@ Template read_template(const JsonReader& r) {
   t.ops.resize(n);
   for (size_t i = 0; i < n; ++i) {
     Op& op = t.ops[i];
-    op.rank = static_cast<int>(rank[i]);
-    op.stream = static_cast<int>(stream[i]);
-    op.kind = kind[i];
-    op.step = static_cast<int>(step[i]);
-    op.peer = static_cast<int>(peer[i]);
-    op.group = static_cast<int>(group[i]);
-    op.joined = joined[i] != 0;
+    set_op_fields(op, rank[i], stream[i], kind[i], step[i], peer[i], group[i], joined[i]);
     const json& d = deps[i];
     if (!d.is_array()) r.fail(key_text(At{"deps", i}), "expected an array of local op indices");
     op.deps.reserve(d.size());

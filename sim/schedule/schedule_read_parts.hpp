@@ -79,6 +79,19 @@ struct Template {
   Column<int64_t> blocks, tokens, bytes, tag, access, detail;
 };
 
+// A template op's own fields from its columns' i-th values, already range-checked
+// by the reader (one place for the narrowing, whichever reader read them).
+inline void set_op_fields(Op& op, int64_t rank, int64_t stream, OpKind kind, int64_t step, int64_t peer,
+                          int64_t group, int64_t joined) {
+  op.rank = static_cast<int>(rank);
+  op.stream = static_cast<int>(stream);
+  op.kind = kind;
+  op.step = static_cast<int>(step);
+  op.peer = static_cast<int>(peer);
+  op.group = static_cast<int>(group);
+  op.joined = joined != 0;
+}
+
 // A segment as read, before it is expanded into ops; `*_at` replace entries
 // of the template's column, in order.
 struct Segment {

@@ -422,13 +422,7 @@ Template read_template(Text& t) {
   if (!seen.all()) not_taken();
   for (size_t i = 0; i < n; ++i) {
     Op& op = tm.ops[i];
-    op.rank = static_cast<int>(rank[i]);
-    op.stream = static_cast<int>(stream[i]);
-    op.kind = kind[i];
-    op.step = static_cast<int>(step[i]);
-    op.peer = static_cast<int>(peer[i]);
-    op.group = static_cast<int>(group[i]);
-    op.joined = joined[i] != 0;
+    set_op_fields(op, rank[i], stream[i], kind[i], step[i], peer[i], group[i], joined[i]);
   }
   return tm;
 }
