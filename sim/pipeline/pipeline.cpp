@@ -105,29 +105,17 @@ Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::
   return simulate_schedule(e, std::move(s), topology::Topology(e.cluster), kind);
 }
 
-namespace {
-
-// The engine run and the report: the one sequence simulate_schedule and run_point share.
-std::pair<traces::Timeline, report::StepReport> run_and_report(const Experiment& e, const schedule::Schedule& s,
-                                                               const schedule::RunPlan& plan,
-                                                               const topology::Topology& topo, engine::EngineKind kind,
-                                                               const std::vector<traces::Edge>* edges = nullptr) {
+Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const topology::Topology& topo,
+                             engine::EngineKind kind) {
+  const schedule::RunPlan plan(s);
   const cost::CostModel cost = cost::CostModel::for_experiment(e);
-  traces::Timeline tl = engine::simulate(s, plan, topo, cost, kind, edges);
+  traces::Timeline tl = engine::simulate(s, plan, topo, cost, kind);
   tl.metadata["experiment"] = e.name;
   report::StepReport rep = report::make_step_report(e, s, tl);
   // bound_by plans collectives over the Schedule's own members: not one replica's share of
   // a group spanning replicas (docs/engines.md, "Replica symmetry"), so it is left out there.
   if (s.symmetry.replicas == 1)
     rep.bound_by = report::bound_by(s, tl, topo, cost, rep.critical_path, rep.imbalance.step_measured, &plan.match);
-  return {std::move(tl), std::move(rep)};
-}
-
-}  // namespace
-
-Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const topology::Topology& topo,
-                             engine::EngineKind kind) {
-  auto [tl, rep] = run_and_report(e, s, schedule::RunPlan(s), topo, kind);
   return {std::move(s), std::move(tl), std::move(rep)};
 }
 
