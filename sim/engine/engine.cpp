@@ -7,7 +7,6 @@
 #include <tuple>
 #include <utility>
 
-#include <fmt/format.h>
 
 #include "sim/config/enum_names.hpp"
 #include "sim/engine/analytic.hpp"
@@ -32,10 +31,6 @@ traces::Timeline simulate(const schedule::Schedule& s, const schedule::RunPlan& 
                           const FixedDurations* fixed_compute_s) {
   if (kind == EngineKind::analytic)
     return to_timeline(s, plan, run_analytic(s, plan, t, m, fixed_compute_s), traces::Source::analytic, edges);
-  if (s.symmetry.replicas > 1)  // symmetry.hpp: only the analytic engine folds links by their translates
-    throw ConfigError(fmt::format("the SimGrid engine does not run one replica for {} (the data-parallel shortcut); "
-                                  "use --engine analytic or --symmetry off",
-                                  s.symmetry.replicas));
   return to_timeline(s, plan, run_simgrid(s, plan, t, m, fixed_compute_s), traces::Source::simgrid, edges);
 }
 

@@ -10,13 +10,16 @@
 #include <queue>
 #include <set>
 #include <stdexcept>
+#include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "sim/engine/exec_plan.hpp"
 #include "sim/engine/simgrid_wrapper.hpp"
+#include "sim/engine/symmetry.hpp"
 #include "sim/schedule/schedule_error.hpp"
 
 namespace rm::engine {
@@ -40,6 +43,7 @@ class SgRun final : public schedule::RunBackend {
         bool reference, const FixedDurations* fixed)
       : s_(s), t_(t), m_(m), p_(s, run, m, fixed), st_(run), driver_(run, *this), reference_(reference),
         sim_(reference ? sg::Simulation::Mode::wait_any : sg::Simulation::Mode::alarm) {
+    if (s.symmetry.replicas > 1) sym_ = std::make_unique<ReplicaRoutes>(t, m, s.symmetry);
     build_platform();
   }
 
@@ -72,31 +76,73 @@ class SgRun final : public schedule::RunBackend {
   // Hosts: one per GPU (the driver actor sits on gpu0). Links: one per
   // Topology link, then one loopback per GPU that sends to itself. Routes only
   // for the GPU pairs the schedule uses.
+  // One replica for all (symmetry.hpp): each route is folded onto its orbits'
+  // representatives, in route order, and a representative crossed by w
+  // translates of every flow on it (w = replicas / its orbit's size) gets 1/w
+  // of its capacity: sum of rates <= C / w is the full step's sum over the
+  // translates <= C, the constraint the analytic engine weights by w.
   void build_platform() {
     for (int g = 0; g < t_.gpus(); ++g) sim_.add_host(fmt::format("gpu{}", g), 1e9);
     if (reference_)  // a host per stream runs its executions, one at a time
       for (size_t k = 0; k < p_.run.streams.size(); ++k) sim_.add_host(fmt::format("stream{}", k), 1e9);
-    for (const topology::Link& l : t_.links()) sim_.add_link(l.name, m_.link_rate_Bps(l), m_.link_latency_s(l));
     std::set<std::pair<int, int>> pairs;
     for (const Op& op : s_.ops)
       if (op.kind == schedule::OpKind::send) pairs.insert({gpu(op.rank), gpu(op.peer)});
-    for (size_t c = 0; c < match().calls.size(); ++c)
-      for (const auto& x : plan_call(s_, p_.run, static_cast<int64_t>(c))) pairs.insert(call_gpus(c, x));
+    // The calls of one group, kind and root move between the same GPU pairs: planned once.
+    std::set<std::tuple<int, schedule::OpKind, int>> planned;
+    for (size_t c = 0; c < match().calls.size(); ++c) {
+      const Op& first = s_.ops[static_cast<size_t>(match().calls[c].front())];
+      if (!planned.insert({first.group, first.kind, first.peer}).second) continue;
+      CallRun run;
+      std::vector<Xfer> xfers;
+      begin_call(s_, p_.run, static_cast<int64_t>(c), run, xfers);
+      for (const auto& x : run.plan) pairs.insert(xfer_gpus(c, run, x));
+    }
+    std::vector<int32_t> weight(t_.links().size(), 0);  // folded: per representative, replicas / orbit size
+    std::vector<std::pair<std::pair<int, int>, std::vector<int>>> routes;
     for (auto [a, b] : pairs) {
+      if (a == b || !sym_) {
+        routes.push_back({{a, b}, a == b ? std::vector<int>{} : t_.route(a, b).links});
+        continue;
+      }
+      FoldedRoute f;
+      if (std::string why = sym_->fold(a, b, f); !why.empty())
+        throw schedule::ScheduleError("the data-parallel shortcut is not exact here: " + why);
+      for (size_t i = 0; i < f.path.size(); ++i) {
+        int32_t& w = weight[static_cast<size_t>(f.path[i])];
+        if (w != 0 && w != f.path_weights[i])  // an orbit's size is the orbit's: never seen
+          throw std::logic_error(fmt::format("simgrid engine: link {} folded with weights {} and {}",
+                                             t_.links()[static_cast<size_t>(f.path[i])].name, w, f.path_weights[i]));
+        w = f.path_weights[i];
+      }
+      routes.push_back({{a, b}, std::move(f.path)});
+    }
+    for (size_t l = 0; l < t_.links().size(); ++l) {
+      const topology::Link& link = t_.links()[l];
+      const double rate = m_.link_rate_Bps(link);
+      sim_.add_link(link.name, weight[l] > 1 ? rate / weight[l] : rate, m_.link_latency_s(link));
+    }
+    for (auto& [ab, links] : routes) {
+      const auto [a, b] = ab;
       if (a == b) {
         const int l = sim_.add_link(fmt::format("gpu{}-loopback", a), m_.local_copy_rate_Bps(), 0.0, false);
         sim_.add_route(a, a, {l});
       } else {
-        sim_.add_route(a, b, t_.route(a, b).links);
+        sim_.add_route(a, b, links);
       }
     }
   }
 
   int gpu(int rank) const { return p_.gpu_of_rank[static_cast<size_t>(rank)]; }
-  std::pair<int, int> call_gpus(size_t c, const cost::PlannedTransfer& x) const {
+  // The GPUs of a planned transfer of call c; for a call over a group spanning
+  // replicas, plan member m is member m % fold of replica m / fold (exec_plan.hpp).
+  std::pair<int, int> xfer_gpus(size_t c, const CallRun& run, const cost::PlannedTransfer& x) const {
     const auto& ops = match().calls[c];
-    return {gpu(s_.ops[static_cast<size_t>(ops[static_cast<size_t>(x.src)])].rank),
-            gpu(s_.ops[static_cast<size_t>(ops[static_cast<size_t>(x.dst)])].rank)};
+    auto at = [&](int m) {
+      const int g = gpu(s_.ops[static_cast<size_t>(ops[static_cast<size_t>(run.slot(m))])].rank);
+      return run.fold > 0 ? sym_->translate(g, m / run.fold) : g;
+    };
+    return {at(x.src), at(x.dst)};
   }
 
   void drive() {
@@ -190,6 +236,8 @@ class SgRun final : public schedule::RunBackend {
   void start_collective(int64_t c) override {
     CallRun& run = st_.calls[static_cast<size_t>(c)];
     begin_call(s_, p_.run, c, run, st_.xfers);
+    if (xfers_left_.empty()) xfers_left_.assign(st_.calls.size(), 0);
+    xfers_left_[static_cast<size_t>(c)] = static_cast<int64_t>(run.plan.size());
     const auto& members = match().calls[static_cast<size_t>(c)];
     // Start the ready transfers before finishing members without any: a
     // finish may start other calls and grow st_.xfers.
@@ -203,8 +251,9 @@ class SgRun final : public schedule::RunBackend {
 
   void start_xfer(int64_t x) {
     const Xfer& xf = st_.xfers[static_cast<size_t>(x)];
-    const auto& pt = st_.calls[static_cast<size_t>(xf.call)].plan[static_cast<size_t>(xf.local)];
-    const auto [src, dst] = call_gpus(static_cast<size_t>(xf.call), pt);
+    const CallRun& run = st_.calls[static_cast<size_t>(xf.call)];
+    const cost::PlannedTransfer& pt = run.plan[static_cast<size_t>(xf.local)];
+    const auto [src, dst] = xfer_gpus(static_cast<size_t>(xf.call), run, pt);
     start_transfer(src, dst, pt.bytes, Kind::xfer, x);
   }
 
@@ -220,8 +269,11 @@ class SgRun final : public schedule::RunBackend {
       if (--st_.xfers[static_cast<size_t>(d)].deps_left == 0) start_xfer(d);
     }
     const auto& members = match().calls[static_cast<size_t>(xf.call)];
-    const auto& pt = run.plan[static_cast<size_t>(xf.local)];
-    for (int m : {pt.src, pt.dst})
+    const cost::PlannedTransfer pt = run.plan[static_cast<size_t>(xf.local)];
+    // The call's last transfer: its plan is not read again (a world all-reduce under
+    // the data-parallel shortcut plans ~1M transfers).
+    if (--xfers_left_[static_cast<size_t>(xf.call)] == 0) run.plan = {}, run.dependents = {}, run.dependents_begin = {};
+    for (int m : {run.slot(pt.src), run.slot(pt.dst)})
       if (--run.member_left[static_cast<size_t>(m)] == 0) finish(members[static_cast<size_t>(m)]);
   }
 
@@ -242,6 +294,8 @@ class SgRun final : public schedule::RunBackend {
   std::priority_queue<ComputeEnd, std::vector<ComputeEnd>, std::greater<>> computes_;
   std::unordered_map<int64_t, Started> in_flight_;
   std::vector<Ended> step_;
+  std::vector<int64_t> xfers_left_;     // per collective call: its transfers not yet ended
+  std::unique_ptr<ReplicaRoutes> sym_;  // a replica-symmetric Schedule (symmetry.hpp)
 };
 
 // The child's reply: a status byte ('o' ok, 's' schedule error, 'e' other

@@ -44,6 +44,7 @@ std::string ReplicaRoutes::fold(int src, int dst, FoldedRoute& out) {
     // Translates crossing the orbit's representative at this position: replicas / |orbit|.
     const int rep = *orbit.begin();
     const int32_t w = static_cast<int32_t>(replicas_ / static_cast<int>(orbit.size()));
+    out.path.push_back(rep), out.path_weights.push_back(w);
     auto at = std::find(out.links.begin(), out.links.end(), rep);
     if (at == out.links.end()) out.links.push_back(rep), out.weights.push_back(w);
     else out.weights[static_cast<size_t>(at - out.links.begin())] += w;

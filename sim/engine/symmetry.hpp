@@ -9,6 +9,10 @@
 //   - a link carries each of replica 0's flows with the number of its translates
 //     that cross it: links are folded onto one representative per orbit under the
 //     translation and FlowNetwork shares capacity by those weights (fold_route).
+// The SimGrid engine runs it the same way with SimGrid's own links: every flow on a
+// representative link has replicas / (its orbit's size) translates there per
+// crossing, so the link's capacity over that number, crossed once per position,
+// is the same max-min constraint (FoldedRoute::path, docs/simgrid.md).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +30,11 @@ namespace rm::engine {
 struct FoldedRoute {
   std::vector<int> links;
   std::vector<int32_t> weights;
+  // Per link of the route, in route order: its orbit's representative (repeated
+  // where the route crosses one orbit twice) and replicas / the orbit's size,
+  // which is the representative's own figure, the same in every route.
+  std::vector<int> path;
+  std::vector<int32_t> path_weights;
 };
 
 class ReplicaRoutes {

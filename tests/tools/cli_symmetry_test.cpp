@@ -1,6 +1,7 @@
 // `ringmaster simulate --symmetry dp` (docs/engines.md, "Replica symmetry"): the
 // shortcut's line and JSON field, the same step time as the full step, the line
-// saying why where it does not apply, and its one-line refusals (exit code 2).
+// saying why where it does not apply, its one-line refusals (exit code 2), and
+// the same on the SimGrid engine.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -41,10 +42,21 @@ TEST(CliSymmetry, RefusesWhatItCannotRun) {
   auto bad = run_cli("simulate --symmetry yes" + kStep);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("--symmetry: expected off or dp"));
-  auto sg = run_cli("simulate --symmetry dp --engine simgrid" + kStep);
-  EXPECT_EQ(sg.exit_code, 2);
-  EXPECT_THAT(sg.err, HasSubstr("only the analytic engine"));
-  EXPECT_TRUE(sg.out.empty());
+  auto file = run_cli("simulate --symmetry dp --schedule x.json.gz");
+  EXPECT_EQ(file.exit_code, 2);
+  EXPECT_THAT(file.err, HasSubstr("a Schedule file holds every replica"));
+}
+
+TEST(CliSymmetry, SimGridRunsOneReplicaForAll) {
+  // The same step time as SimGrid's full step, to the bit (tests/sim/symmetry_simgrid_test.cpp).
+  auto full = run_cli("simulate --json --engine simgrid" + kStep);
+  auto one = run_cli("simulate --json --engine simgrid --symmetry dp" + kStep);
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto jf = nlohmann::json::parse(full.out), j1 = nlohmann::json::parse(one.out);
+  EXPECT_EQ(jf["step_time_s"].get<double>(), j1["step_time_s"].get<double>());
+  EXPECT_EQ(j1["symmetry"]["replicas_simulated"], 1);
+  EXPECT_EQ(j1["engine"], "simgrid");
 }
 
 }  // namespace

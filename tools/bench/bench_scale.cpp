@@ -5,7 +5,7 @@
 // synthetic rings of 100K, 1M and 10M ops; a 32 x 1,000 point-to-point ring
 // read from a Schedule file. The machine is shared: compare rows of one run.
 //   build/bin/bench_scale [--quick] [--full] [--ring-only] [--write-ring PATH] [--bin PATH/ringmaster]
-// --quick skips the runs that take minutes; --full adds the SimGrid 4,096-GPU step;
+// --quick skips the runs that take minutes; --full adds the SimGrid 4,096-GPU step (--symmetry dp);
 // --ring-only prints only the ring-file rows; --write-ring writes its file and exits.
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -290,9 +290,9 @@ int main(int argc, char** argv) {
     simulate_case(bin, "4,096 GPUs, 4M, dp=32 x cp=128 step, analytic, --symmetry dp", a1, 60, 600, 8);
     b1.insert(b1.end(), {"--set", "parallel.dp=4", "--set", "parallel.cp=1024", "--symmetry", "dp"});
     simulate_case(bin, "4,096 GPUs, 4M, dp=4 x cp=1024 step, analytic, --symmetry dp", b1, 60, 600, 8);
-    if (full) {
-      a.insert(a.end(), {"--engine", "simgrid"});
-      simulate_case(bin, "4,096 GPUs, 4M, dp=32 x cp=128 step, simgrid", a, 600, 1200);
+    if (full) {  // SimGrid runs the shortcut too (docs/simgrid.md); the full step's 279M ops do not fit
+      a1.insert(a1.end(), {"--engine", "simgrid"});
+      simulate_case(bin, "4,096 GPUs, 4M, dp=32 x cp=128 step, simgrid, --symmetry dp", a1, 600, 1800);
     }
   }
   engine_rows();

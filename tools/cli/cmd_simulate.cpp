@@ -39,8 +39,6 @@ void run(const Options& o) {
     throw ConfigError(fmt::format("--symmetry: expected off or dp, got \"{}\"", o.symmetry));
   if (o.symmetry == "dp" && !o.schedule_file.empty())
     throw ConfigError("--symmetry dp: a Schedule file holds every replica; give an experiment instead");
-  if (o.symmetry == "dp" && *kind != engine::EngineKind::analytic)
-    throw ConfigError("--symmetry dp: only the analytic engine runs one replica for all (docs/engines.md)");
   std::string symmetry_line;  // what the shortcut did, when asked for
   ProgressLine progress(!o.exp.json);
   Experiment e;
@@ -128,7 +126,7 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--trace", o->trace, "Write the predicted Timeline as Chrome-trace JSON (.gz to compress)");
   cmd->add_option("--schedule", o->schedule_file, "Simulate this Schedule file (from `ringmaster schedule`) instead");
   cmd->add_option("--symmetry", o->symmetry,
-                  "dp: simulate one data-parallel replica for all when that is provably exact (analytic engine), "
+                  "dp: simulate one data-parallel replica for all when that is provably exact (either engine), "
                   "else the full step with a line saying why")
       ->capture_default_str();
   cmd->callback([o] { run(*o); });
