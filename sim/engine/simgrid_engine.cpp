@@ -351,19 +351,6 @@ OpTimes run_in_child(const schedule::Schedule& s, const schedule::RunPlan& plan,
 
 }  // namespace
 
-OpTimes run_simgrid(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m) {
-  return run_simgrid(s, schedule::RunPlan(s), t, m);
-}
-
-OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
-                    const cost::CostModel& m, const FixedDurations* fixed_compute_s) {
-  return run_in_child(s, plan, t, m, false, fixed_compute_s);
-}
-
-OpTimes run_simgrid_reference(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m) {
-  return run_in_child(s, schedule::RunPlan(s), t, m, true, nullptr);
-}
-
 namespace {
 
 OpTimes run_in_child(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
@@ -400,3 +387,9 @@ OpTimes run_in_child(const schedule::Schedule& s, const schedule::RunPlan& plan,
 }  // namespace
 
 }  // namespace rm::engine
+
+// The module's entry point (simgrid_engine.hpp: SimGridCall), looked up by
+// simgrid_loader.cpp; C linkage so its name is kSimGridEntry as written.
+extern "C" __attribute__((visibility("default"))) void ringmaster_simgrid_run_v1(const rm::engine::SimGridCall& c) {
+  *c.out = rm::engine::run_in_child(*c.s, *c.plan, *c.t, *c.m, c.reference, c.fixed_compute_s);
+}

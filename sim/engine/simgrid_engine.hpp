@@ -22,6 +22,9 @@
 // Each simulation runs in a forked child process that sends the op times back
 // through a pipe, so one process can run any number of them (a second SimGrid
 // engine in one process does not start clean).
+// The engine is a module (libringmaster_simgrid.so next to the executable, or
+// $RINGMASTER_SIMGRID_MODULE) loaded on the first call: a run that never uses
+// SimGrid never loads it (sim/CMakeLists.txt says why; simgrid_loader.cpp).
 #pragma once
 
 #include "sim/engine/engine.hpp"
@@ -43,5 +46,18 @@ OpTimes run_simgrid(const schedule::Schedule& s, const schedule::RunPlan& plan, 
 // Activity::wait_any over all in flight (cost grows with the activities in
 // flight). Kept as the oracle run_simgrid must match bit for bit.
 OpTimes run_simgrid_reference(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m);
+
+// The module's one entry point, found by name (kSimGridEntry): it runs `call`
+// and fills *call.out, or throws as run_simgrid does.
+struct SimGridCall {
+  const schedule::Schedule* s;
+  const schedule::RunPlan* plan;
+  const topology::Topology* t;
+  const cost::CostModel* m;
+  const FixedDurations* fixed_compute_s;
+  bool reference;  // run_simgrid_reference
+  OpTimes* out;
+};
+inline constexpr const char* kSimGridEntry = "ringmaster_simgrid_run_v1";
 
 }  // namespace rm::engine
