@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -29,17 +30,16 @@ std::string module_path() {
 
 Entry entry() {
   static std::mutex mu;
-  static Entry loaded = nullptr;  // kept once found; a failed load is retried (and reported) by the next call
+  static std::map<std::string, Entry> loaded;  // by path; a failed load is retried (and reported) by the next call
   std::lock_guard lock(mu);
-  if (loaded != nullptr) return loaded;
   const std::string path = module_path();
+  if (const auto it = loaded.find(path); it != loaded.end()) return it->second;
   // RTLD_NOW: a symbol the module needs and the executable lacks fails here, not mid-run.
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) throw std::runtime_error(fmt::format("simgrid engine: cannot load {}: {}", path, ::dlerror()));
   void* f = ::dlsym(h, kSimGridEntry);
   if (f == nullptr) throw std::runtime_error(fmt::format("simgrid engine: {} has no {}", path, kSimGridEntry));
-  loaded = reinterpret_cast<Entry>(f);
-  return loaded;
+  return loaded[path] = reinterpret_cast<Entry>(f);
 }
 
 OpTimes call(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,

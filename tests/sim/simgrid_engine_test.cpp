@@ -6,6 +6,7 @@
 // experiments with contention on shared uplinks.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "sim/config/config_store.hpp"
@@ -83,6 +84,24 @@ TEST(SimGridEngine, MatchesTheWaitAnyEngineOnReducedExperiments) {
   const topology::Topology topo(loong.cluster);
   const auto m = cost::CostModel::for_experiment(loong);
   expect_same_bits(run_simgrid(s, topo, m), run_simgrid_reference(s, topo, m), "loongtrain");
+}
+
+TEST(SimGridEngine, AMissingModuleIsOneLineNamingIt) {
+  // The engine is a module loaded on first use (simgrid_loader.cpp): where it is
+  // missing, the run fails with the path and the loader's reason, not a crash.
+  const Platform p("a100-40g-4x8-hdr");
+  const auto s = ring_schedule({4, 0, 2, 1e11, 1 << 20});
+  ::setenv("RINGMASTER_SIMGRID_MODULE", "/nonexistent/libringmaster_simgrid.so", 1);
+  try {
+    run_simgrid(s, p.topo, p.model);
+    ADD_FAILURE() << "ran without its module";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cannot load /nonexistent/libringmaster_simgrid.so"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  ::unsetenv("RINGMASTER_SIMGRID_MODULE");
+  EXPECT_EQ(run_simgrid(s, p.topo, p.model).end.size(), s.ops.size());  // the real one still loads
 }
 
 }  // namespace
