@@ -7,10 +7,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <queue>
 #include <set>
 #include <stdexcept>
-#include <memory>
 #include <string>
 #include <tuple>
 #include <unordered_map>

@@ -6,6 +6,9 @@
 //              Topology::route, one way each, only for the GPU pairs the
 //              schedule uses (sparse bypass routes of one empty zone);
 //              gpuG -> gpuG via a non-shared loopback at the local copy rate
+//   one replica for all (Schedule::symmetry, symmetry.hpp): routes folded onto
+//              orbit representatives, a representative crossed by w
+//              translates at capacity / w (docs/simgrid.md)
 //
 // One actor runs the Schedule through the run driver as an event loop.
 // SimGrid carries only the flows: each transfer (a matched send/recv, or one
