@@ -118,8 +118,17 @@ report::StepReport extrapolate_layers(const Experiment& e, const report::StepRep
 Outcome evaluate_one(const Experiment& e, const EvaluateOptions& o, pipeline::Session& session) {
   if (o.extrapolate_above_ops < 0 || e.scope != Scope::step || e.model.layers < 3)
     return simulate_point(e, o, session);
-  const int64_t ops = wants_symmetry(e, o, session) ? generate::count_replica_ops(e) : generate::count_step_ops(e);
-  if (ops <= o.extrapolate_above_ops) return simulate_point(e, o, session);
+  const bool one = wants_symmetry(e, o, session);
+  const int64_t ops = one ? generate::count_replica_ops(e) : generate::count_step_ops(e);
+  bool fits = ops <= o.extrapolate_above_ops;
+  if (fits) {  // and it fits this machine's memory (the check simulate_point would refuse it by)
+    try {
+      generate::check_fits(generate::estimate_footprint(e, generate::RunKind::simulate, one), "this point");
+    } catch (const ConfigError&) {
+      fits = false;
+    }
+  }
+  if (fits) return simulate_point(e, o, session);
   EvaluateOptions po = o;
   po.bound_by = false;  // bound_by of a 2-layer step would not be this step's
   const Outcome a = simulate_point(with_layers(e, 1), po, session);
@@ -129,7 +138,9 @@ Outcome evaluate_one(const Experiment& e, const EvaluateOptions& o, pipeline::Se
   Outcome out = b;
   out.ops = a.ops + b.ops;
   out.report = extrapolate_layers(e, a.report, b.report);
-  out.estimated = fmt::format("extrapolated from 1- and 2-layer steps ({} ops would be simulated whole)", ops);
+  out.estimated = fmt::format("extrapolated from 1- and 2-layer steps (the whole step, {} ops{}, is too large to "
+                              "simulate here)",
+                              ops, one ? " for one replica" : "");
   return out;
 }
 

@@ -56,7 +56,8 @@ struct EvaluateOptions {
   // ops (generate::count_step_ops); -1: never, 0: wherever exact.
   int64_t symmetry_above_ops = -1;
   // Scope `step`: a point whose Schedule (one replica's under the shortcut)
-  // would hold more ops than this is not simulated whole but estimated from full
+  // would hold more ops than this, or would not fit this machine's memory
+  // (generate::estimate_footprint), is not simulated whole but estimated from full
   // steps of the same layout with 1 and 2 layers (extrapolate_layers); -1: never.
   int64_t extrapolate_above_ops = -1;
 };

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <set>
 
+#include "sim/generate/footprint.hpp"
 #include "sim/topology/topology.hpp"
 
 #include <fmt/format.h>
@@ -79,10 +80,22 @@ std::vector<size_t> best_of(const std::vector<Outcome>& out, const std::vector<d
 int64_t best_first(const std::function<Experiment(size_t)>& make, const std::vector<double>& floor,
                    const std::vector<double>& tokens, std::vector<Outcome>& out, std::vector<char>& done, size_t k,
                    bool prune, int batch_size, const EvaluateOptions& eo,
-                   const std::function<void(int64_t, int64_t)>& progress, double* final_bound = nullptr) {
+                   const std::function<void(int64_t, int64_t)>& progress, double* final_bound = nullptr,
+                   int64_t max_sims = 0, bool* budget_hit = nullptr, const std::vector<std::string>* groups = nullptr) {
   std::vector<size_t> order(floor.size());
   std::iota(order.begin(), order.end(), size_t(0));
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return floor[a] < floor[b]; });
+  // Under a budget, breadth first: the lowest floor of every group, then the
+  // second of each, and so on (floors tie across a group's ring variants, and a
+  // budget spent on one group would leave the others unseen). The order is then
+  // not by floor, so points above the bound are skipped one by one.
+  const bool by_group = groups && max_sims > 0;
+  if (by_group) {
+    std::map<std::string, int64_t> seen;
+    std::vector<int64_t> rank(floor.size());
+    for (size_t i : order) rank[i] = seen[(*groups)[i]]++;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rank[a] < rank[b]; });
+  }
   std::set<double> best;  // the k best distinct times per token so far
   auto add = [&](size_t i) {
     if (!out[i].ok) return;
@@ -94,12 +107,17 @@ int64_t best_first(const std::function<Experiment(size_t)>& make, const std::vec
   int64_t simulated = 0;
   size_t next = 0;
   while (next < order.size()) {
+    if (max_sims > 0 && simulated >= max_sims) {  // the budget: whole batches only, so it is deterministic
+      if (budget_hit) *budget_hit = true;
+      break;
+    }
     const double bound = prune && best.size() >= k ? *best.rbegin() : std::numeric_limits<double>::infinity();
     std::vector<size_t> batch;
     while (next < order.size() && batch.size() < size_t(std::max(1, batch_size))) {
       const size_t i = order[next];
-      if (floor[i] > bound) break;  // and every later one: the order is by floor
+      if (floor[i] > bound && !by_group) break;  // and every later one: the order is by floor
       ++next;
+      if (floor[i] > bound) continue;
       if (!done[i]) batch.push_back(i);
     }
     if (batch.empty()) {
@@ -302,14 +320,30 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
       const ComputeFloor f = with_comm(lscratch, compute_floor(lscratch, lmask));
       lfloor[j] = f.total() / layer_tokens[j];
       lcompute[j] = f.compute_s() / layer_tokens[j];
+      if (o.screen_max_ops > 0) {
+        // What the layer's simulation would hold (one replica's, where the shortcut applies).
+        const bool one = eo.symmetry_above_ops >= 0 && lscratch.parallel.dp > 1 &&
+                         generate::count_step_ops(lscratch) > eo.symmetry_above_ops;
+        const int64_t ops = one ? generate::count_replica_ops(lscratch) : generate::count_step_ops(lscratch);
+        if (ops > o.screen_max_ops && !ldone[j]) {
+          ldone[j] = 2;  // not screened: too large (never simulated, never kept)
+          ++st.screen_too_large;
+        }
+      }
     }
     const size_t keep = size_t(o.screen_keep > 0 ? o.screen_keep : std::max<int>(8, 3 * int(k)));
     double lbound = 0;
+    bool budget_hit = false;
+    std::vector<std::string> groups;  // factorisation, checkpoint and partition: the budget's breadth
+    for (const Layout& l : layer_layouts)
+      groups.push_back(fmt::format("{} {} {} {} {} {} {}", l.dp, l.tp, l.hp, l.cp, to_string(l.checkpoint),
+                                   to_string(l.partition), l.stripe_tokens));
     st.screened += best_first(layer_of, lfloor, layer_tokens, lout, ldone, keep, o.prune, o.batch, eo,
                               [&](int64_t d, int64_t t) { progress("screening layouts (one layer, analytic)", d, t); },
-                              &lbound);
+                              &lbound, o.screen_budget, &budget_hit, &groups);
+    st.screen_budget_hit = budget_hit;
     st.screen_points = int64_t(n_layers);
-    st.screen_pruned = std::count(ldone.begin(), ldone.end(), char(0));
+    st.screen_pruned = std::count(ldone.begin(), ldone.end(), char(0));  // not the too large (2)
     for (size_t j = 0; j < n_layers; ++j) st.screen_pruned_comm += !ldone[j] && lcompute[j] <= lbound;
     for (const Outcome& x : lout) st.one_replica += x.one_replica;
     const std::vector<size_t> kept = best_of(lout, layer_tokens, keep);

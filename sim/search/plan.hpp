@@ -60,6 +60,14 @@ struct PlanOptions {
   // out), off for an exact search.
   bool screen = true;
   int screen_keep = 0;          // 0: max(8, 3 x top_k)
+  // Layers whose simulation would hold more ops (one replica's under the
+  // shortcut) are not screened, and so not kept: at 4,096 GPUs a cp >= 512 layer
+  // is millions of ops and tens of seconds. 0: no limit. The default experiment's
+  // layers hold ~15K ops.
+  int64_t screen_max_ops = 1'000'000;
+  // At most this many layer simulations (whole batches, in floor order: the
+  // lowest floors first), then the best found so far are kept. 0: no limit.
+  int64_t screen_budget = 0;
   // Layouts simulated per batch of the best-first search: fixed, so what is
   // simulated (and printed) does not depend on the number of threads.
   int batch = 8;
@@ -99,6 +107,8 @@ struct PlanStats {
   int64_t screened = 0;       // layer simulations of the screen
   int64_t screen_pruned = 0;  // distinct layers skipped: their floor is above the screen's kept best
   int64_t screened_out = 0;   // layouts whose layer did not make the screen's best
+  int64_t screen_too_large = 0;    // distinct layers above screen_max_ops: not screened
+  bool screen_budget_hit = false;  // the screen stopped at screen_budget
   int64_t pruned_bound = 0;   // skipped: compute floor above the K-th best full step
   int64_t simulated = 0;      // full-step analytic simulations (the seed included)
   int64_t failed = 0;         // simulations that refused to run (e.g. too large for this machine)

@@ -35,15 +35,6 @@ double rank_gemm_flops(const Experiment& e) {
   return m.layers * per_layer + lm_head;
 }
 
-namespace {
-double best_tflops(const RateCurve& a, const RateCurve& b) {
-  double best = 0;
-  for (const RateCurve* c : {&a, &b})
-    for (const RatePoint& p : *c) best = std::max(best, p.tflops);
-  return best;
-}
-}  // namespace
-
 ComputeFloor compute_floor(const Experiment& e, double mask_fwd_flops_per_sequence) {
   const Parallel& p = e.parallel;
   ComputeFloor f;
@@ -51,12 +42,23 @@ ComputeFloor compute_floor(const Experiment& e, double mask_fwd_flops_per_sequen
   f.gemm_s = rank_gemm_flops(e) / gemm_rate;
   // The mean rank's attention: every sequence's mask over the hp*cp*tp ranks of its replica.
   const double fwd = mask_fwd_flops_per_sequence * e.workload.batch / (double(p.hp) * p.cp * p.tp);
-  const double fwd_rate = best_tflops(e.kernel.fwd_full, e.kernel.fwd_causal) * 1e12;
-  const double bwd_rate = best_tflops(e.kernel.bwd_full, e.kernel.bwd_causal) * 1e12;
+  // Every call of the ring has the rank's S/cp query tokens (the whole sequence
+  // without a ring): the kernel table's rate at that size, causal or not,
+  // whichever is faster (cost_model.hpp: attention_tflops keys on a call's query tokens).
+  const cost::CostModel cm = cost::CostModel::for_experiment(e);
+  const double call_tokens = double(e.workload.seq_len / p.cp);
+  auto rate = [&](bool bwd) {
+    return std::max(cm.attention_tflops(bwd, true, call_tokens), cm.attention_tflops(bwd, false, call_tokens)) * 1e12;
+  };
+  const double fwd_rate = rate(false), bwd_rate = rate(true);
   const bool backward = e.scope != Scope::attention_fwd;
   const bool recomputes = backward && e.scope != Scope::attention_fwd_bwd && p.checkpoint == Checkpoint::full;
   if (fwd_rate > 0) f.attention_s += fwd * (1.0 + (recomputes ? 1.0 : 0.0)) / fwd_rate;
   if (backward && bwd_rate > 0) f.attention_s += fwd * cost::kAttentionBwdFlopsRatio / bwd_rate;
+  // One attention call per ring step (cp per pass), each with its kernel launch.
+  const int layers = e.scope == Scope::step ? e.model.layers : 1;
+  const double passes = double(layers) * (1 + (recomputes ? 1 : 0) + (backward ? 1 : 0));
+  f.attention_s += passes * p.cp * e.cluster.cost.kernel_launch_us * 1e-6;
   return f;
 }
 

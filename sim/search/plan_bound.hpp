@@ -8,8 +8,9 @@
 //                the LM head in a full step, at peak x gemm_efficiency;
 //   attention    the mean rank's share of the mask's FLOPs (the busiest rank
 //                does at least the mean): forward x (1 + full recomputation)
-//                plus backward x kAttentionBwdFlopsRatio, each at the fastest
-//                rate anywhere in the kernel's table for its direction.
+//                plus backward x kAttentionBwdFlopsRatio, each at the kernel
+//                table's rate for the calls' query tokens (S/cp), causal or
+//                not, whichever is faster; plus a kernel launch per ring step.
 // The mask's FLOPs do not depend on the layout, so one simulated point of the
 // experiment gives them to all (mask_fwd_flops_per_sequence). The planner
 // skips every layout whose bound is above the K-th best time found (plan.hpp).
@@ -19,9 +20,12 @@
 // the rank's four ring streams (ring_emitter.hpp), a stream runs one op at a
 // time, and a transfer takes at least its contention-free time (route latency
 // + bytes over the route's slowest effective link; analytic.hpp). So the step
-// lasts at least the busiest rank's busiest ring stream. Compute and transfers
-// overlap, so the two floors combine by max, not by sum. The test checks both
-// against simulated steps of every layout of a small space.
+// lasts at least the busiest rank's busiest ring stream. More: a rank's
+// receives of a pass run after the GEMMs that feed its attention (QKV) and
+// before those that read its result, on that rank's dependency chain, so the
+// GEMMs add to the transfers; the attention computes overlap them, so those
+// two combine by max: floor = GEMMs + max(attention, ring transfers). The tests
+// check it against simulated steps of every layout of two spaces.
 #pragma once
 
 #include "sim/config/experiment.hpp"
@@ -40,7 +44,7 @@ struct ComputeFloor {
   double attention_s = 0;  // its share of the attention at the kernel's best rates
   double comm_s = 0;       // the busiest ring stream (ring_comm_floor); 0 when not computed
   double compute_s() const { return gemm_s + attention_s; }
-  double total() const { return compute_s() > comm_s ? compute_s() : comm_s; }
+  double total() const { return gemm_s + (attention_s > comm_s ? attention_s : comm_s); }
 };
 // The GEMM FLOPs one rank of `e` runs in its scope (what the Schedule's gemm ops carry).
 double rank_gemm_flops(const Experiment& e);

@@ -10,7 +10,7 @@
 // Prints wall and CPU time and the peak resident memory of the process.
 //   build/bin/bench_plan [EXPERIMENT] [--set path=value ...] [--fix key ...] [--gpus N]
 //                        [--top K] [--no-simgrid] [--exhaustive] [--no-screen] [--jobs N] [--count]
-//                        [--case-4096] [--no-symmetry] [--no-extrapolate]
+//                        [--case-4096] [--no-symmetry] [--no-extrapolate] [--screen-budget N]
 #include <sys/resource.h>
 
 #include <chrono>
@@ -44,13 +44,14 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--count")) count_only = true;
     else if (!std::strcmp(argv[i], "--case-4096")) sets.insert(sets.end(), {"cluster.nodes=512", "workload.seq_len=4m"});
     else if (!std::strcmp(argv[i], "--no-symmetry")) o.symmetry_above_ops = -1;
+    else if (!std::strcmp(argv[i], "--screen-budget") && more) o.screen_budget = std::atoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-extrapolate")) o.extrapolate_above_ops = -1;
     else if (argv[i][0] != '-' && file.empty()) file = argv[i];
     else {
       std::fprintf(stderr,
                    "usage: bench_plan [EXPERIMENT] [--set path=value ...] [--fix key ...] [--gpus N] [--top K] "
                    "[--no-simgrid] [--exhaustive] [--no-screen] [--jobs N] [--count] [--case-4096] "
-                   "[--no-symmetry] [--no-extrapolate]\n");
+                   "[--no-symmetry] [--no-extrapolate] [--screen-budget N]\n");
       return 2;
     }
   }
@@ -99,6 +100,8 @@ int main(int argc, char** argv) {
                 "layouts not kept\n",
                 (long long)st.screened, (long long)st.screen_points, (long long)st.screen_pruned,
                 (long long)st.screened_out);
+    std::printf("  screen: %lld layers too large to screen; budget %s\n", (long long)st.screen_too_large,
+                st.screen_budget_hit ? "reached" : "not reached");
     std::printf("  pruned by the floor  %lld (%lld of them and %lld screen layers by the ring-transfer floor alone)\n",
                 (long long)st.pruned_bound, (long long)st.pruned_comm, (long long)st.screen_pruned_comm);
     std::printf("  one replica for all  %lld simulations; estimated from 1- and 2-layer steps: %lld full steps\n",

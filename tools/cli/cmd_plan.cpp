@@ -34,6 +34,7 @@ struct Options {
   std::string export_file;
   std::string symmetry = "auto";
   std::string extrapolate = "auto";
+  int64_t screen_budget = 0;
 };
 
 nlohmann::json candidate_json(const search::PlanCandidate& c, const Experiment& base) {
@@ -138,6 +139,9 @@ void run(const Options& o) {
   po.prune = !o.exhaustive;
   if (o.symmetry == "off") po.symmetry_above_ops = -1;
   if (o.extrapolate == "off") po.extrapolate_above_ops = -1;
+  if (o.screen_budget < 0)
+    throw ConfigError(fmt::format("--screen-budget: expected 0 (no limit) or more, got {}", o.screen_budget));
+  po.screen_budget = o.screen_budget;
   po.screen = !o.exhaustive && !o.no_screen;
   ProgressLine line(!o.exp.json);
   po.progress = [&](const std::string& stage, int64_t done, int64_t total) {
@@ -178,6 +182,8 @@ void run(const Options& o) {
                    {"confirmed_simgrid", st.confirmed}};
     if (st.oom > 0) j["search"]["smallest_shortfall_GB"] = st.smallest_shortfall_GB;
     if (st.estimated > 0) j["search"]["estimated_steps"] = st.estimated;
+    if (st.screen_too_large > 0) j["search"]["screen_too_large"] = st.screen_too_large;
+    if (st.screen_budget_hit) j["search"]["screen_budget_hit"] = true;
     if (st.one_replica > 0) j["search"]["one_replica_simulations"] = st.one_replica;
     if (st.pruned_comm > 0) j["search"]["pruned_by_ring_floor"] = st.pruned_comm;
     if (st.screen_pruned_comm > 0) j["search"]["screen_pruned_by_ring_floor"] = st.screen_pruned_comm;
@@ -200,13 +206,22 @@ void run(const Options& o) {
     text += fmt::format("the ring-transfer floor skipped {} full steps and {} screen layers that the compute floor "
                         "alone would have simulated\n",
                         st.pruned_comm, st.screen_pruned_comm);
+  if (st.screen_too_large > 0)
+    text += fmt::format("{} layers were not screened: one-layer simulations above {} ops (not kept)\n",
+                        st.screen_too_large, po.screen_max_ops);
+  if (st.screen_budget_hit)
+    text += fmt::format("the screen stopped at its budget of {} layer simulations (--screen-budget): the layouts "
+                        "with the lowest floors were screened, not all that the floor could not rule out\n",
+                        po.screen_budget);
   if (st.one_replica > 0)
     text += fmt::format("{} simulations ran one data-parallel replica for all (exact: --symmetry)\n", st.one_replica);
   if (st.estimated > 0)
     text += fmt::format("{} full steps too large to simulate whole were estimated from 1- and 2-layer steps "
                         "(marked *; --extrapolate off to refuse them)\n",
                         st.estimated);
-  if (st.pruned_comm > 0 || st.screen_pruned_comm > 0 || st.one_replica > 0 || st.estimated > 0) text += "\n";
+  if (st.pruned_comm > 0 || st.screen_pruned_comm > 0 || st.one_replica > 0 || st.estimated > 0 ||
+      st.screen_too_large > 0 || st.screen_budget_hit)
+    text += "\n";
   const char* eng = best.confirmed && best.simgrid.ok ? "simgrid" : "analytic";
   text += fmt::format("winner  {}\n", search::layout_label(best.layout));
   text += fmt::format("        step {} s ({}{}), {:.0f} tokens/s, MFU {:.1f}%, memory {} GB\n",
@@ -270,6 +285,9 @@ void register_plan(CLI::App& app) {
   cmd->add_flag("--no-screen", o->no_screen,
                 "Rank full steps only (exact under the compute floor), without first screening one layer of each layout");
   cmd->add_option("--export", o->export_file, "Write the winner's Schedule (.json or .json.gz)");
+  cmd->add_option("--screen-budget", o->screen_budget,
+                  "At most N one-layer simulations in the screen, lowest floors first (0: no limit); "
+                  "for plans of thousands of GPUs");
   cmd->add_option("--symmetry", o->symmetry,
                   "auto: simulate one data-parallel replica for all where exact, for steps above 1M ops; off: never")
       ->capture_default_str();
