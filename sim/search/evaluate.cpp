@@ -5,9 +5,14 @@
 #include <map>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "sim/generate/footprint.hpp"
+#include "sim/generate/generate.hpp"
+#include "sim/memory/memory_model.hpp"
 
 namespace rm::search {
 
@@ -29,6 +34,113 @@ Outcome evaluate_one(const Experiment& e, engine::EngineKind kind, pipeline::Ses
   } catch (const ConfigError& err) {
     out.error = err.what();
   }
+  return out;
+}
+
+namespace {
+
+// Whether the options ask for the shortcut on `e` and it may apply (replica_refusal;
+// the generated replica's routes are checked when it is built).
+bool wants_symmetry(const Experiment& e, const EvaluateOptions& o, pipeline::Session& session) {
+  if (o.symmetry_above_ops < 0 || o.engine != engine::EngineKind::analytic || e.parallel.dp < 2) return false;
+  if (o.symmetry_above_ops > 0 && generate::count_step_ops(e) <= o.symmetry_above_ops) return false;
+  return generate::replica_refusal(e, session.topology(e)).empty();
+}
+
+// One point simulated as a whole step, through the shortcut where asked for and exact.
+Outcome simulate_point(const Experiment& e, const EvaluateOptions& o, pipeline::Session& session) {
+  if (!wants_symmetry(e, o, session)) return evaluate_one(e, o.engine, session, o.bound_by);
+  Outcome out;
+  try {
+    generate::check_fits(generate::estimate_footprint(e, generate::RunKind::simulate, true), "this point");
+    std::string why_not;
+    std::optional<schedule::Schedule> one = session.one_replica_schedule(e, why_not);
+    if (!one) return evaluate_one(e, o.engine, session, o.bound_by);
+    out.ops = int64_t(one->ops.size());
+    out.generator = one->generator;
+    out.report = pipeline::simulate_schedule(e, std::move(*one), session.topology(e), o.engine).report;
+    out.one_replica = true;
+    out.ok = true;
+  } catch (const ConfigError& err) {
+    out.error = err.what();
+  }
+  return out;
+}
+
+}  // namespace
+
+Experiment with_layers(const Experiment& e, int n) {
+  Experiment x = e;
+  x.model.layers = n;
+  x.resolved["model"]["layers"] = n;
+  return x;
+}
+
+report::StepReport extrapolate_layers(const Experiment& e, const report::StepReport& r1, const report::StepReport& r2) {
+  const double L = e.model.layers;
+  auto lin = [&](double a, double b) { return a + (L - 1) * (b - a); };
+  report::StepReport r = r2;
+  r.step_time_s = lin(r1.step_time_s, r2.step_time_s);
+  r.model_flops = lin(r1.model_flops, r2.model_flops);
+  r.dense_causal_model_flops = lin(r1.dense_causal_model_flops, r2.dense_causal_model_flops);
+  r.executed_flops = lin(r1.executed_flops, r2.executed_flops);
+  // The peak a report divides by is its gpus x peak x step: scale r2's ratios.
+  const double time_ratio = r2.step_time_s / r.step_time_s;
+  r.mfu = r2.model_flops > 0 ? r2.mfu * (r.model_flops / r2.model_flops) * time_ratio : 0;
+  r.hfu = r2.executed_flops > 0 ? r2.hfu * (r.executed_flops / r2.executed_flops) * time_ratio : 0;
+  r.tokens_per_s = r2.tokens_per_s * time_ratio;
+  r.dense_equivalent_speedup = r.model_flops > 0 ? r.dense_causal_model_flops / r.model_flops : 1;
+  for (report::RankTime* t : {&r.breakdown.mean, &r.breakdown.min, &r.breakdown.max}) {
+    const report::RankTime& a = t == &r.breakdown.mean ? r1.breakdown.mean
+                                : t == &r.breakdown.min ? r1.breakdown.min
+                                                        : r1.breakdown.max;
+    t->compute_s = lin(a.compute_s, t->compute_s);
+    t->exposed_comm_s = lin(a.exposed_comm_s, t->exposed_comm_s);
+    t->idle_s = lin(a.idle_s, t->idle_s);
+  }
+  r.breakdown.per_rank.clear();  // a rank's own row is not estimated
+  r.critical_path.length_s = lin(r1.critical_path.length_s, r2.critical_path.length_s);
+  r.critical_path.compute_s = lin(r1.critical_path.compute_s, r2.critical_path.compute_s);
+  r.critical_path.communication_s = lin(r1.critical_path.communication_s, r2.critical_path.communication_s);
+  r.critical_path.waiting_s = lin(r1.critical_path.waiting_s, r2.critical_path.waiting_s);
+  r.critical_path.ops.clear();  // op ids of a 2-layer Schedule name nothing of this one
+  for (report::CriticalPathShare& k : r.critical_path.by_kind) {
+    double a = 0;  // absent from the 1-layer path: it starts with the second layer
+    for (const report::CriticalPathShare& j : r1.critical_path.by_kind)
+      if (j.kind == k.kind && j.phase == k.phase) a = j.seconds;
+    k.seconds = lin(a, k.seconds);
+  }
+  r.memory = memory::estimate_memory(e);
+  r.bound_by.reset();
+  return r;
+}
+
+Outcome evaluate_one(const Experiment& e, const EvaluateOptions& o, pipeline::Session& session) {
+  if (o.extrapolate_above_ops < 0 || e.scope != Scope::step || e.model.layers < 3)
+    return simulate_point(e, o, session);
+  const bool one = wants_symmetry(e, o, session);
+  const int64_t ops = one ? generate::count_replica_ops(e) : generate::count_step_ops(e);
+  bool fits = ops <= o.extrapolate_above_ops;
+  if (fits) {  // and it fits this machine's memory (the check simulate_point would refuse it by)
+    try {
+      generate::check_fits(generate::estimate_footprint(e, generate::RunKind::simulate, one), "this point");
+    } catch (const ConfigError&) {
+      fits = false;
+    }
+  }
+  if (fits) return simulate_point(e, o, session);
+  EvaluateOptions po = o;
+  po.bound_by = false;  // bound_by of a 2-layer step would not be this step's
+  const Outcome a = simulate_point(with_layers(e, 1), po, session);
+  if (!a.ok) return a;
+  const Outcome b = simulate_point(with_layers(e, 2), po, session);
+  if (!b.ok) return b;
+  Outcome out = b;
+  out.ops = a.ops + b.ops;
+  out.report = extrapolate_layers(e, a.report, b.report);
+  out.estimated = fmt::format("extrapolated from 1- and 2-layer steps (the whole step, {} ops{}, is too large to "
+                              "simulate here)",
+                              ops, one ? " for one replica" : "");
   return out;
 }
 
@@ -68,7 +180,7 @@ std::vector<Outcome> evaluate(const std::vector<Experiment>& points, const Evalu
     for (int64_t t = next++; t < n_tasks; t = next++)
       for (int64_t i : tasks[size_t(t)]) {
         try {
-          out[size_t(i)] = evaluate_one(points[size_t(i)], o.engine, session, o.bound_by);
+          out[size_t(i)] = evaluate_one(points[size_t(i)], o, session);
         } catch (...) {
           std::lock_guard lock(progress_mutex);
           if (!failure) failure = std::current_exception();

@@ -26,8 +26,12 @@ struct Outcome {
   bool ok = false;
   std::string error;
   report::StepReport report;
-  int64_t ops = 0;
+  int64_t ops = 0;  // ops simulated (one replica's under the shortcut; both pieces' when estimated)
   std::string generator;
+  bool one_replica = false;  // simulated one data-parallel replica for all (exact: EvaluateOptions::symmetry_above_ops)
+  // Empty when the report is a simulated step; else how it was estimated
+  // (EvaluateOptions::extrapolate_above_ops): its figures are not a simulation's.
+  std::string estimated;
 };
 
 struct EvaluateOptions {
@@ -44,7 +48,31 @@ struct EvaluateOptions {
   // Fill each report's bound_by (a sweep row's `bound_by` needs it); a search
   // that only ranks its candidates can skip it (Session::run_point).
   bool bound_by = true;
+  // The data-parallel shortcut (docs/engines.md, "Replica symmetry"): where it is
+  // exact, simulate replica 0 alone (analytic engine only; the report then has no
+  // bound_by). Step times are equal to the bit; sums over ranks can move in the
+  // last digits, so it is off unless asked for.
+  // Used for the points whose full Schedule holds more than symmetry_above_ops
+  // ops (generate::count_step_ops); -1: never, 0: wherever exact.
+  int64_t symmetry_above_ops = -1;
+  // Scope `step`: a point whose Schedule (one replica's under the shortcut)
+  // would hold more ops than this, or would not fit this machine's memory
+  // (generate::estimate_footprint), is not simulated whole but estimated from full
+  // steps of the same layout with 1 and 2 layers (extrapolate_layers); -1: never.
+  int64_t extrapolate_above_ops = -1;
 };
+
+// The step of `e` (scope step, L layers) estimated from simulated steps of the
+// same experiment with 1 and 2 layers, r1 and r2: the second layer's increment
+// carries one layer's forward, recomputation, backward and gradient traffic in
+// its place among the others; the 1-layer step carries the embedding, the LM
+// head and loss, the optimizer and what does not grow with depth. Each additive
+// figure (step time, FLOPs, the mean rank's breakdown, critical-path shares) is
+// x1 + (L - 1)(x2 - x1); MFU, HFU and tokens/s follow from them; imbalance
+// is r2's, memory e's own (memory::estimate_memory), bound_by absent.
+report::StepReport extrapolate_layers(const Experiment& e, const report::StepReport& r1, const report::StepReport& r2);
+// e with model.layers = n (fields and resolved JSON; n <= e.model.layers).
+Experiment with_layers(const Experiment& e, int n);
 
 // The number of worker threads `jobs` means on this machine (>= 1).
 int worker_count(int jobs);
@@ -54,5 +82,7 @@ std::vector<Outcome> evaluate(const std::vector<Experiment>& points, const Evalu
 
 // One point on a given session: what each worker runs (and the serial oracle in tests).
 Outcome evaluate_one(const Experiment& e, engine::EngineKind kind, pipeline::Session& session, bool bound_by = true);
+// The same with the options' shortcut and estimate (EvaluateOptions::symmetry_above_ops, ::extrapolate_above_ops).
+Outcome evaluate_one(const Experiment& e, const EvaluateOptions& o, pipeline::Session& session);
 
 }  // namespace rm::search

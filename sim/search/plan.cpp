@@ -7,6 +7,9 @@
 #include <numeric>
 #include <set>
 
+#include "sim/generate/footprint.hpp"
+#include "sim/topology/topology.hpp"
+
 #include <fmt/format.h>
 
 namespace rm::search {
@@ -77,10 +80,22 @@ std::vector<size_t> best_of(const std::vector<Outcome>& out, const std::vector<d
 int64_t best_first(const std::function<Experiment(size_t)>& make, const std::vector<double>& floor,
                    const std::vector<double>& tokens, std::vector<Outcome>& out, std::vector<char>& done, size_t k,
                    bool prune, int batch_size, const EvaluateOptions& eo,
-                   const std::function<void(int64_t, int64_t)>& progress) {
+                   const std::function<void(int64_t, int64_t)>& progress, double* final_bound = nullptr,
+                   int64_t max_sims = 0, bool* budget_hit = nullptr, const std::vector<std::string>* groups = nullptr) {
   std::vector<size_t> order(floor.size());
   std::iota(order.begin(), order.end(), size_t(0));
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return floor[a] < floor[b]; });
+  // Under a budget, breadth first: the lowest floor of every group, then the
+  // second of each, and so on (floors tie across a group's ring variants, and a
+  // budget spent on one group would leave the others unseen). The order is then
+  // not by floor, so points above the bound are skipped one by one.
+  const bool by_group = groups && max_sims > 0;
+  if (by_group) {
+    std::map<std::string, int64_t> seen;
+    std::vector<int64_t> rank(floor.size());
+    for (size_t i : order) rank[i] = seen[(*groups)[i]]++;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rank[a] < rank[b]; });
+  }
   std::set<double> best;  // the k best distinct times per token so far
   auto add = [&](size_t i) {
     if (!out[i].ok) return;
@@ -92,12 +107,17 @@ int64_t best_first(const std::function<Experiment(size_t)>& make, const std::vec
   int64_t simulated = 0;
   size_t next = 0;
   while (next < order.size()) {
+    if (max_sims > 0 && simulated >= max_sims) {  // the budget: whole batches only, so it is deterministic
+      if (budget_hit) *budget_hit = true;
+      break;
+    }
     const double bound = prune && best.size() >= k ? *best.rbegin() : std::numeric_limits<double>::infinity();
     std::vector<size_t> batch;
     while (next < order.size() && batch.size() < size_t(std::max(1, batch_size))) {
       const size_t i = order[next];
-      if (floor[i] > bound) break;  // and every later one: the order is by floor
+      if (floor[i] > bound && !by_group) break;  // and every later one: the order is by floor
       ++next;
+      if (floor[i] > bound) continue;
       if (!done[i]) batch.push_back(i);
     }
     if (batch.empty()) {
@@ -115,6 +135,7 @@ int64_t best_first(const std::function<Experiment(size_t)>& make, const std::vec
     simulated += int64_t(batch.size());
     progress(int64_t(next), int64_t(order.size()));
   }
+  if (final_bound) *final_bound = prune && best.size() >= k ? *best.rbegin() : std::numeric_limits<double>::infinity();
   return simulated;
 }
 
@@ -209,7 +230,19 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
   eo.engine = engine::EngineKind::analytic;
   eo.jobs = o.jobs;
   eo.sessions = &sessions;
+  eo.bound_by = false;  // ranking only: filled for the printed candidates at the end
+  eo.symmetry_above_ops = o.symmetry_above_ops;
+  eo.extrapolate_above_ops = o.extrapolate_above_ops;
   const size_t k = size_t(std::max(1, o.top_k));
+  // The ring-transfer floor (plan_bound.hpp), once per ring arrangement.
+  const topology::Topology topo(base.cluster);
+  std::map<std::string, RingPassFloor> ring_floors;
+  auto with_comm = [&](const Experiment& x, ComputeFloor f) {
+    auto [it, fresh] = ring_floors.try_emplace(ring_pass_key(x));
+    if (fresh) it->second = ring_pass_floor(x, topo);
+    f.comm_s = ring_comm_floor(x, it->second);
+    return f;
+  };
 
   // 3. The seed: the experiment's own layout, the first incumbent.
   const Layout seed_layout = layout_of(base);
@@ -280,17 +313,39 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
       if (lout[j].ok) lmask = mask_fwd_flops_per_sequence(le, lout[j].report);
     }
     if (lmask < 0) throw ConfigError(fmt::format("plan: no layout could be simulated (first refusal: {})", lout[0].error));
-    std::vector<double> lfloor(n_layers);
+    std::vector<double> lfloor(n_layers), lcompute(n_layers);
     Experiment lscratch = base_layer;
     for (size_t j = 0; j < n_layers; ++j) {
       set_layout(lscratch, layer_layouts[j]);
-      lfloor[j] = compute_floor(lscratch, lmask).total() / layer_tokens[j];
+      const ComputeFloor f = with_comm(lscratch, compute_floor(lscratch, lmask));
+      lfloor[j] = f.total() / layer_tokens[j];
+      lcompute[j] = f.compute_s() / layer_tokens[j];
+      if (o.screen_max_ops > 0) {
+        // What the layer's simulation would hold (one replica's, where the shortcut applies).
+        const bool one = eo.symmetry_above_ops >= 0 && lscratch.parallel.dp > 1 &&
+                         generate::count_step_ops(lscratch) > eo.symmetry_above_ops;
+        const int64_t ops = one ? generate::count_replica_ops(lscratch) : generate::count_step_ops(lscratch);
+        if (ops > o.screen_max_ops && !ldone[j]) {
+          ldone[j] = 2;  // not screened: too large (never simulated, never kept)
+          ++st.screen_too_large;
+        }
+      }
     }
     const size_t keep = size_t(o.screen_keep > 0 ? o.screen_keep : std::max<int>(8, 3 * int(k)));
+    double lbound = 0;
+    bool budget_hit = false;
+    std::vector<std::string> groups;  // factorisation, checkpoint and partition: the budget's breadth
+    for (const Layout& l : layer_layouts)
+      groups.push_back(fmt::format("{} {} {} {} {} {} {}", l.dp, l.tp, l.hp, l.cp, to_string(l.checkpoint),
+                                   to_string(l.partition), l.stripe_tokens));
     st.screened += best_first(layer_of, lfloor, layer_tokens, lout, ldone, keep, o.prune, o.batch, eo,
-                              [&](int64_t d, int64_t t) { progress("screening layouts (one layer, analytic)", d, t); });
+                              [&](int64_t d, int64_t t) { progress("screening layouts (one layer, analytic)", d, t); },
+                              &lbound, o.screen_budget, &budget_hit, &groups);
+    st.screen_budget_hit = budget_hit;
     st.screen_points = int64_t(n_layers);
-    st.screen_pruned = std::count(ldone.begin(), ldone.end(), char(0));
+    st.screen_pruned = std::count(ldone.begin(), ldone.end(), char(0));  // not the too large (2)
+    for (size_t j = 0; j < n_layers; ++j) st.screen_pruned_comm += !ldone[j] && lcompute[j] <= lbound;
+    for (const Outcome& x : lout) st.one_replica += x.one_replica;
     const std::vector<size_t> kept = best_of(lout, layer_tokens, keep);
     std::vector<char> is_kept(n_layers, 0);
     for (size_t j : kept) is_kept[j] = 1;
@@ -324,19 +379,26 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
   std::vector<char> fdone;
   for (size_t i : ids) {
     set_layout(scratch, cand[i].layout);
-    cand[i].floor = compute_floor(scratch, mask);
+    cand[i].floor = with_comm(scratch, compute_floor(scratch, mask));
     ffloor.push_back(cand[i].floor.total() / tokens[i]);
     ftokens.push_back(tokens[i]);
     fout.push_back(std::move(out[i]));
     fdone.push_back(done[i]);
   }
+  double fbound = 0;
   st.simulated += best_first([&](size_t j) { return experiment_of(ids[j]); }, ffloor, ftokens, fout, fdone, k, o.prune, o.batch, eo,
-                             [&](int64_t d, int64_t t) { progress("simulating full steps (analytic)", d, t); });
+                             [&](int64_t d, int64_t t) { progress("simulating full steps (analytic)", d, t); }, &fbound);
   for (size_t j = 0; j < ids.size(); ++j) {
     PlanCandidate& c = cand[ids[j]];
     c.analytic = std::move(fout[j]);
-    if (!fdone[j]) ++st.pruned_bound;
-    else if (!c.analytic.ok && st.failed++ == 0) st.first_failure = c.analytic.error;
+    if (!fdone[j]) {
+      ++st.pruned_bound;
+      st.pruned_comm += c.floor.compute_s() / tokens[ids[j]] <= fbound;
+    } else if (!c.analytic.ok && st.failed++ == 0) {
+      st.first_failure = c.analytic.error;
+    }
+    st.one_replica += c.analytic.one_replica;
+    st.estimated += !c.analytic.estimated.empty();
   }
   if (seed_id < cand.size()) res.seed.index = cand[seed_id].index;
 
@@ -348,28 +410,66 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
   if (o.confirm_simgrid) {
     EvaluateOptions so = eo;
     so.engine = engine::EngineKind::simgrid;
+    so.bound_by = true;
+    so.symmetry_above_ops = so.extrapolate_above_ops = -1;
+    // SimGrid runs the whole Schedule: not one replica for all (its platform's
+    // routes are not folded), and a step estimated because it is too large to
+    // simulate whole is too large for it too.
+    auto skip = [](const Outcome& a) -> std::string {
+      if (!a.estimated.empty()) return "not re-simulated with SimGrid: the step is too large to simulate whole (" + a.estimated + ")";
+      if (a.one_replica) return "not re-simulated with SimGrid: it runs every replica, and this step was simulated one data-parallel replica for all";
+      return "";
+    };
     for (size_t j = 0; j < top.size(); ++j) {
       progress("confirming the best with SimGrid", int64_t(j), int64_t(top.size()));
       PlanCandidate& c = cand[top[j]];
-      c.simgrid = evaluate({experiment_of(top[j])}, so)[0];
-      c.confirmed = true;
-      ++st.confirmed;
+      c.simgrid_skipped = skip(c.analytic);
+      if (c.simgrid_skipped.empty()) {
+        c.simgrid = evaluate({experiment_of(top[j])}, so)[0];
+        c.confirmed = true;
+        ++st.confirmed;
+      }
       if (c.index == res.seed.index) {
         res.seed.simgrid = c.simgrid;
-        res.seed.confirmed = true;
+        res.seed.confirmed = c.confirmed;
+        res.seed.simgrid_skipped = c.simgrid_skipped;
       }
     }
-    if (!res.seed.confirmed && res.seed.analytic.ok) {
-      progress("confirming the experiment's own layout with SimGrid", 0, 1);
-      res.seed.simgrid = evaluate({base}, so)[0];
-      res.seed.confirmed = true;
-      ++st.confirmed;
+    if (!res.seed.confirmed && res.seed.simgrid_skipped.empty() && res.seed.analytic.ok) {
+      res.seed.simgrid_skipped = skip(res.seed.analytic);
+      if (res.seed.simgrid_skipped.empty()) {
+        progress("confirming the experiment's own layout with SimGrid", 0, 1);
+        res.seed.simgrid = evaluate({base}, so)[0];
+        res.seed.confirmed = true;
+        ++st.confirmed;
+      }
     }
     auto per_token = [&](size_t i) {
       const PlanCandidate& c = cand[i];
       return (c.simgrid.ok ? c.simgrid : c.analytic).report.step_time_s / c.tokens;
     };
     std::stable_sort(top.begin(), top.end(), [&](size_t a, size_t b) { return per_token(a) < per_token(b); });
+  }
+  // bound_by of each printed step whose shown figures are analytic (SimGrid's
+  // reports carry their own): one more simulation each, equal to the ranking's
+  // but for it. Not under the shortcut or for an estimate (bound_by.hpp needs
+  // every replica of a simulated step).
+  {
+    EvaluateOptions bo = eo;
+    bo.bound_by = true;
+    auto fill = [&](PlanCandidate& c, const Experiment& x) {
+      if ((c.confirmed && c.simgrid.ok) || !c.analytic.ok || c.analytic.one_replica || !c.analytic.estimated.empty() ||
+          c.analytic.report.bound_by)
+        return;
+      progress("what bounds the printed steps", 0, 1);
+      Outcome again = evaluate({x}, bo)[0];
+      if (again.ok && again.report.step_time_s == c.analytic.report.step_time_s) c.analytic.report.bound_by = again.report.bound_by;
+    };
+    for (size_t i : top) {
+      fill(cand[i], experiment_of(i));
+      if (cand[i].index == res.seed.index) res.seed.analytic.report.bound_by = cand[i].analytic.report.bound_by;
+    }
+    fill(res.seed, base);
   }
   for (size_t i : top) res.ranked.push_back(cand[i]);
   for (size_t j = 1; j < res.ranked.size(); ++j) res.ranked[j].reason = reason_lost(res.ranked[j], res.ranked[0]);

@@ -8,13 +8,21 @@
 //   4. (scope step, `screen`) simulate one decoder layer of each layout, best
 //      first under the layer's floor, and keep the layouts of the best few
 //      distinct layer times — a heuristic;
-//   5. best first by the compute floor (plan_bound.hpp): simulate full steps, in
+//   5. best first by the floor (plan_bound.hpp: compute, or the busiest ring
+//      stream when that is larger): simulate full steps, in
 //      batches of a fixed size, of the layouts whose floor is at most the K-th
 //      best distinct time per token found so far; stop at the first floor above
 //      it. A floor never exceeds its layout's analytic time, so the K best of the
 //      layouts this stage sees are exact;
-//   6. re-simulate the K best with SimGrid; the winner is the fastest there;
-//   7. say why each runner-up lost (reason_lost).
+//   6. re-simulate the K best with SimGrid; the winner is the fastest there
+//      (not where a step was estimated or simulated one replica for all: SimGrid
+//      runs whole Schedules, and one that large does not fit this machine);
+//   7. say why each runner-up lost (reason_lost), and what bounds each printed
+//      step (bound_by: computed for the printed candidates only).
+// At scale (thousands of GPUs) a full step is too large to simulate whole: the
+// data-parallel shortcut (exact) runs one replica where the step holds more than
+// symmetry_above_ops ops, and a step still above extrapolate_above_ops is
+// estimated from 1- and 2-layer steps (evaluate.hpp); such figures say so.
 // Layouts are ranked by time per token (step time / (dp x batch x seq_len)):
 // data parallelism multiplies the tokens of a step, so step time alone would
 // always prefer dp = 1. Ties go to the earlier layout of the enumeration, and
@@ -36,6 +44,9 @@
 
 namespace rm::search {
 
+inline constexpr int64_t kSymmetryAboveOps = 1'000'000;
+inline constexpr int64_t kExtrapolateAboveOps = 8'000'000;
+
 struct PlanOptions {
   SpaceOptions space;
   int top_k = 5;
@@ -49,9 +60,23 @@ struct PlanOptions {
   // out), off for an exact search.
   bool screen = true;
   int screen_keep = 0;          // 0: max(8, 3 x top_k)
+  // Layers whose simulation would hold more ops (one replica's under the
+  // shortcut) are not screened, and so not kept: at 4,096 GPUs a cp >= 512 layer
+  // is millions of ops and tens of seconds. 0: no limit. The default experiment's
+  // layers hold ~15K ops.
+  int64_t screen_max_ops = 1'000'000;
+  // At most this many layer simulations (whole batches, in floor order: the
+  // lowest floors first), then the best found so far are kept. 0: no limit.
+  int64_t screen_budget = 0;
   // Layouts simulated per batch of the best-first search: fixed, so what is
   // simulated (and printed) does not depend on the number of threads.
   int batch = 8;
+  // Points whose full step holds more ops use the data-parallel shortcut where
+  // exact (-1: never); points whose (one replica's) step still holds more than
+  // extrapolate_above_ops are estimated from 1- and 2-layer steps (-1: never).
+  // The defaults leave the default experiment's 32-GPU steps (~0.6M ops) alone.
+  int64_t symmetry_above_ops = kSymmetryAboveOps;
+  int64_t extrapolate_above_ops = kExtrapolateAboveOps;
   // (stage, done, total), from the calling thread between batches.
   std::function<void(const std::string&, int64_t, int64_t)> progress;
 };
@@ -64,6 +89,7 @@ struct PlanCandidate {
   Outcome analytic;              // its analytic simulation
   bool confirmed = false;        // simulated with SimGrid too
   Outcome simgrid;
+  std::string simgrid_skipped;   // why SimGrid did not re-simulate it (empty: it did, or was not asked)
   double tokens = 0;             // dp x batch x seq_len
   std::string reason;            // why it lost to the winner (empty for the winner)
   std::vector<Layout> equivalents;  // layouts simulated to the same time to the bit (after it in the enumeration)
@@ -81,10 +107,17 @@ struct PlanStats {
   int64_t screened = 0;       // layer simulations of the screen
   int64_t screen_pruned = 0;  // distinct layers skipped: their floor is above the screen's kept best
   int64_t screened_out = 0;   // layouts whose layer did not make the screen's best
+  int64_t screen_too_large = 0;    // distinct layers above screen_max_ops: not screened
+  bool screen_budget_hit = false;  // the screen stopped at screen_budget
   int64_t pruned_bound = 0;   // skipped: compute floor above the K-th best full step
   int64_t simulated = 0;      // full-step analytic simulations (the seed included)
   int64_t failed = 0;         // simulations that refused to run (e.g. too large for this machine)
   int64_t confirmed = 0;      // SimGrid simulations
+  int64_t estimated = 0;      // full steps estimated from 1- and 2-layer steps (counted in simulated)
+  int64_t one_replica = 0;    // simulations (layers and steps) of one data-parallel replica for all
+  // Skipped only thanks to the ring-transfer floor (their compute floor alone was at
+  // most the final K-th best): of pruned_bound (layouts), and of screen_pruned (layers).
+  int64_t pruned_comm = 0, screen_pruned_comm = 0;
   double smallest_shortfall_GB = 0;  // over the OOM layouts (when every layout is OOM: the message)
   std::string smallest_shortfall_layout;
   std::string first_invalid;  // the first refusal's reason

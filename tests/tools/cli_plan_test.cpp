@@ -124,6 +124,8 @@ TEST(CliPlan, BadInputIsOneLineAndNoOutput) {
   for (const std::string& args :
        {std::string("plan --fix parallel.bogus") + kSmall, std::string("plan --engine-confirm maybe") + kSmall,
         std::string("plan --top 0") + kSmall, std::string("plan --gpus 9999") + kSmall,
+        std::string("plan --symmetry dp") + kSmall, std::string("plan --extrapolate always") + kSmall,
+        std::string("plan --screen-budget -1") + kSmall,
         // 7 GPUs with dp fixed at 1: no cp or hp of 7 divides 8K tokens and 16 heads.
         std::string("plan --fix parallel.dp --export '") + dir + "'" + kShape + " --gpus 7"}) {
     const auto r = run_cli(args);
@@ -133,6 +135,34 @@ TEST(CliPlan, BadInputIsOneLineAndNoOutput) {
     EXPECT_THAT(r.err, HasSubstr("ringmaster: error: ")) << args;
   }
   EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+// A plan that needs neither the shortcut nor an estimate prints no key about
+// them; a budgeted screen says it stopped, in the text and the JSON, and its
+// counts still add up.
+TEST(CliPlan, ScaleKeysOnlyWhereTheyApply) {
+  const auto r = run_cli("plan --json --engine-confirm none" + kSmall);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"estimated_steps", "one_replica_simulations", "screen_budget_hit", "screen_too_large"})
+    EXPECT_FALSE(j.at("search").contains(k)) << k;
+  for (const auto& c : j.at("candidates")) {
+    EXPECT_FALSE(c.contains("estimated"));
+    EXPECT_FALSE(c.contains("simgrid_skipped"));
+    EXPECT_TRUE(c.contains("bound_by")) << "the printed candidates carry what bounds them";
+  }
+  const auto b = run_cli("plan --json --engine-confirm none --screen-budget 8" + kSmall);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const auto s = nlohmann::json::parse(b.out).at("search");
+  EXPECT_TRUE(s.at("screen_budget_hit").get<bool>());
+  EXPECT_LE(s.at("screen_layer_simulations").get<int64_t>(), 8 + 1);  // the seed's layer besides
+  EXPECT_LT(s.at("screen_layer_simulations").get<int64_t>(), j.at("search").at("screen_layer_simulations").get<int64_t>());
+  EXPECT_EQ(s.at("enumerated").get<int64_t>(),
+            s.at("invalid").get<int64_t>() + s.at("out_of_memory").get<int64_t>() + s.at("screened_out").get<int64_t>() +
+                s.at("pruned_by_bound").get<int64_t>() + s.at("simulated").get<int64_t>());
+  const auto t = run_cli("plan --engine-confirm none --screen-budget 8" + kSmall);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_THAT(t.out, HasSubstr("the screen stopped at its budget of 8 layer simulations"));
 }
 
 TEST(CliPlan, NothingFitsNamesTheSmallestShortfall) {

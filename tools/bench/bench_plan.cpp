@@ -4,8 +4,15 @@
 // compare figures of one run, not across runs). --count: the space and its
 // memory screen only (e.g. the 4,096-GPU 4M case: --set cluster=a100-80g-8x8-hdr
 // --set cluster.nodes=512 --set workload.seq_len=4M on loongtrain-llama2-7b-1m).
-//   build/bin/bench_plan [--set path=value ...] [--fix key ...] [--gpus N]
+// --case-4096: the scale case, the experiment on 512 nodes (4,096 GPUs)
+// at 4M tokens (`--set cluster.nodes=512 --set workload.seq_len=4m`; minutes).
+// --no-symmetry, --no-extrapolate: as `plan --symmetry off`, `--extrapolate off`.
+// Prints wall and CPU time and the peak resident memory of the process.
+//   build/bin/bench_plan [EXPERIMENT] [--set path=value ...] [--fix key ...] [--gpus N]
 //                        [--top K] [--no-simgrid] [--exhaustive] [--no-screen] [--jobs N] [--count]
+//                        [--case-4096] [--no-symmetry] [--no-extrapolate] [--screen-budget N]
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -35,11 +42,16 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--exhaustive")) o.prune = false;
     else if (!std::strcmp(argv[i], "--no-screen")) o.screen = false;
     else if (!std::strcmp(argv[i], "--count")) count_only = true;
+    else if (!std::strcmp(argv[i], "--case-4096")) sets.insert(sets.end(), {"cluster.nodes=512", "workload.seq_len=4m"});
+    else if (!std::strcmp(argv[i], "--no-symmetry")) o.symmetry_above_ops = -1;
+    else if (!std::strcmp(argv[i], "--screen-budget") && more) o.screen_budget = std::atoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--no-extrapolate")) o.extrapolate_above_ops = -1;
     else if (argv[i][0] != '-' && file.empty()) file = argv[i];
     else {
       std::fprintf(stderr,
                    "usage: bench_plan [EXPERIMENT] [--set path=value ...] [--fix key ...] [--gpus N] [--top K] "
-                   "[--no-simgrid] [--exhaustive] [--no-screen] [--jobs N] [--count]\n");
+                   "[--no-simgrid] [--exhaustive] [--no-screen] [--jobs N] [--count] [--case-4096] "
+                   "[--no-symmetry] [--no-extrapolate] [--screen-budget N]\n");
       return 2;
     }
   }
@@ -88,14 +100,28 @@ int main(int argc, char** argv) {
                 "layouts not kept\n",
                 (long long)st.screened, (long long)st.screen_points, (long long)st.screen_pruned,
                 (long long)st.screened_out);
-    std::printf("  pruned by the floor  %lld\n", (long long)st.pruned_bound);
+    std::printf("  screen: %lld layers too large to screen; budget %s\n", (long long)st.screen_too_large,
+                st.screen_budget_hit ? "reached" : "not reached");
+    std::printf("  pruned by the floor  %lld (%lld of them and %lld screen layers by the ring-transfer floor alone)\n",
+                (long long)st.pruned_bound, (long long)st.pruned_comm, (long long)st.screen_pruned_comm);
+    std::printf("  one replica for all  %lld simulations; estimated from 1- and 2-layer steps: %lld full steps\n",
+                (long long)st.one_replica, (long long)st.estimated);
     std::printf("  simulated (analytic) %lld (%lld could not run)\n", (long long)st.simulated, (long long)st.failed);
     std::printf("  confirmed (SimGrid)  %lld\n", (long long)st.confirmed);
     std::printf("search + analytic ranking  %.1f s\n", t_analytic_done);
     std::printf("total with SimGrid         %.1f s\n", total);
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    std::printf("CPU time %.1f s (user %.1f + sys %.1f), peak resident %.2f GB\n",
+                double(ru.ru_utime.tv_sec) + ru.ru_utime.tv_usec * 1e-6 + double(ru.ru_stime.tv_sec) +
+                    ru.ru_stime.tv_usec * 1e-6,
+                double(ru.ru_utime.tv_sec) + ru.ru_utime.tv_usec * 1e-6,
+                double(ru.ru_stime.tv_sec) + ru.ru_stime.tv_usec * 1e-6, double(ru.ru_maxrss) / (1024.0 * 1024.0));
     const auto& w = r.ranked.front();
-    std::printf("winner %s: %.3f s (%s), analytic %.3f s\n", rm::search::layout_label(w.layout).c_str(),
-                w.step_time_s(), w.confirmed && w.simgrid.ok ? "simgrid" : "analytic", w.analytic.report.step_time_s);
+    std::printf("winner %s: %.3f s (%s), analytic %.3f s%s%s\n", rm::search::layout_label(w.layout).c_str(),
+                w.step_time_s(), w.confirmed && w.simgrid.ok ? "simgrid" : "analytic", w.analytic.report.step_time_s,
+                w.analytic.estimated.empty() ? "" : " (estimated)", w.analytic.one_replica ? " (one replica)" : "");
+    if (!w.simgrid_skipped.empty()) std::printf("       %s\n", w.simgrid_skipped.c_str());
     if (st.oom > 0)
       std::printf("smallest memory shortfall %.2f GB (%s)\n", st.smallest_shortfall_GB,
                   st.smallest_shortfall_layout.c_str());

@@ -32,6 +32,9 @@ struct Options {
   bool exhaustive = false;
   bool no_screen = false;
   std::string export_file;
+  std::string symmetry = "auto";
+  std::string extrapolate = "auto";
+  int64_t screen_budget = 0;
 };
 
 nlohmann::json candidate_json(const search::PlanCandidate& c, const Experiment& base) {
@@ -51,11 +54,20 @@ nlohmann::json candidate_json(const search::PlanCandidate& c, const Experiment& 
   j["memory_GB"] = c.memory.peak_GB;
   j["oom"] = c.memory.oom;
   if (!c.reason.empty()) j["reason"] = c.reason;
+  // Keys only where they apply, so a plan that needs neither prints what it did before.
+  if (!c.analytic.estimated.empty()) j["estimated"] = c.analytic.estimated;
+  if (c.analytic.one_replica) j["one_replica"] = true;
+  if (!c.simgrid_skipped.empty()) j["simgrid_skipped"] = c.simgrid_skipped;
   const report::StepReport& shown = c.confirmed && c.simgrid.ok ? c.simgrid.report : c.analytic.report;
   if (shown.bound_by) j["bound_by"] = report::brief(*shown.bound_by);
   j["equivalents"] = nlohmann::json::array();
   for (const auto& l : c.equivalents) j["equivalents"].push_back(search::layout_label(l));
   return j;
+}
+
+// A step figure, marked "*" where it is estimated rather than simulated.
+std::string step_cell(const search::PlanCandidate& c, double s) {
+  return fmt::format("{:.4g}{}", s, c.analytic.estimated.empty() ? "" : "*");
 }
 
 std::string memory_cell(const search::PlanCandidate& c) {
@@ -95,6 +107,10 @@ void run(const Options& o) {
   if (o.confirm != "simgrid" && o.confirm != "none")
     throw ConfigError(fmt::format("--engine-confirm: expected simgrid or none, got \"{}\"", o.confirm));
   if (o.top < 1) throw ConfigError(fmt::format("--top: expected at least 1, got {}", o.top));
+  if (o.symmetry != "auto" && o.symmetry != "off")
+    throw ConfigError(fmt::format("--symmetry: expected auto or off, got \"{}\"", o.symmetry));
+  if (o.extrapolate != "auto" && o.extrapolate != "off")
+    throw ConfigError(fmt::format("--extrapolate: expected auto or off, got \"{}\"", o.extrapolate));
   const std::vector<std::string>& keys = search::searched_keys();
   auto searched = [&](const std::string& k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
   search::PlanOptions po;
@@ -121,6 +137,11 @@ void run(const Options& o) {
   po.confirm_simgrid = o.confirm == "simgrid";
   po.jobs = o.jobs;
   po.prune = !o.exhaustive;
+  if (o.symmetry == "off") po.symmetry_above_ops = -1;
+  if (o.extrapolate == "off") po.extrapolate_above_ops = -1;
+  if (o.screen_budget < 0)
+    throw ConfigError(fmt::format("--screen-budget: expected 0 (no limit) or more, got {}", o.screen_budget));
+  po.screen_budget = o.screen_budget;
   po.screen = !o.exhaustive && !o.no_screen;
   ProgressLine line(!o.exp.json);
   po.progress = [&](const std::string& stage, int64_t done, int64_t total) {
@@ -160,6 +181,12 @@ void run(const Options& o) {
                    {"failed", st.failed},
                    {"confirmed_simgrid", st.confirmed}};
     if (st.oom > 0) j["search"]["smallest_shortfall_GB"] = st.smallest_shortfall_GB;
+    if (st.estimated > 0) j["search"]["estimated_steps"] = st.estimated;
+    if (st.screen_too_large > 0) j["search"]["screen_too_large"] = st.screen_too_large;
+    if (st.screen_budget_hit) j["search"]["screen_budget_hit"] = true;
+    if (st.one_replica > 0) j["search"]["one_replica_simulations"] = st.one_replica;
+    if (st.pruned_comm > 0) j["search"]["pruned_by_ring_floor"] = st.pruned_comm;
+    if (st.screen_pruned_comm > 0) j["search"]["screen_pruned_by_ring_floor"] = st.screen_pruned_comm;
     j["experiment"] = summary_json(base);
     if (!o.export_file.empty()) j["export"] = o.export_file;
     std::puts(j.dump(2).c_str());
@@ -175,15 +202,38 @@ void run(const Options& o) {
                       : "",
       st.pruned_bound, st.simulated, st.confirmed > 0 ? fmt::format(", {} re-simulated with SimGrid", st.confirmed) : "",
       st.failed > 0 ? fmt::format(", {} could not run: {}", st.failed, st.first_failure) : "");
+  if (st.pruned_comm > 0 || st.screen_pruned_comm > 0)
+    text += fmt::format("the ring-transfer floor skipped {} full steps and {} screen layers that the compute floor "
+                        "alone would have simulated\n",
+                        st.pruned_comm, st.screen_pruned_comm);
+  if (st.screen_too_large > 0)
+    text += fmt::format("{} layers were not screened: one-layer simulations above {} ops (not kept)\n",
+                        st.screen_too_large, po.screen_max_ops);
+  if (st.screen_budget_hit)
+    text += fmt::format("the screen stopped at its budget of {} layer simulations (--screen-budget): the layouts "
+                        "with the lowest floors were screened, not all that the floor could not rule out\n",
+                        po.screen_budget);
+  if (st.one_replica > 0)
+    text += fmt::format("{} simulations ran one data-parallel replica for all (exact: --symmetry)\n", st.one_replica);
+  if (st.estimated > 0)
+    text += fmt::format("{} full steps too large to simulate whole were estimated from 1- and 2-layer steps "
+                        "(marked *; --extrapolate off to refuse them)\n",
+                        st.estimated);
+  if (st.pruned_comm > 0 || st.screen_pruned_comm > 0 || st.one_replica > 0 || st.estimated > 0 ||
+      st.screen_too_large > 0 || st.screen_budget_hit)
+    text += "\n";
   const char* eng = best.confirmed && best.simgrid.ok ? "simgrid" : "analytic";
   text += fmt::format("winner  {}\n", search::layout_label(best.layout));
-  text += fmt::format("        step {:.4g} s ({}), {:.0f} tokens/s, MFU {:.1f}%, memory {} GB\n", best.step_time_s(),
-                      eng, best.tokens / best.step_time_s(),
+  text += fmt::format("        step {} s ({}{}), {:.0f} tokens/s, MFU {:.1f}%, memory {} GB\n",
+                      step_cell(best, best.step_time_s()), eng, best.analytic.estimated.empty() ? "" : ", estimated",
+                      best.tokens / best.step_time_s(),
                       100 * best.analytic.report.mfu * best.analytic.report.step_time_s / best.step_time_s(),
                       memory_cell(best));
   {
     const report::StepReport& shown = best.confirmed && best.simgrid.ok ? best.simgrid.report : best.analytic.report;
     if (shown.bound_by) text += fmt::format("        bound by: {}\n", report::brief(*shown.bound_by));
+    if (!best.analytic.estimated.empty()) text += fmt::format("        estimated: {}\n", best.analytic.estimated);
+    if (!best.simgrid_skipped.empty()) text += fmt::format("        {}\n", best.simgrid_skipped);
   }
   if (r.seed.analytic.ok) {
     text += fmt::format("seed    {} ({})\n", search::layout_label(r.seed.layout),
@@ -201,12 +251,14 @@ void run(const Options& o) {
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const auto& c = r.ranked[i];
     const std::string same = c.equivalents.empty() ? "" : fmt::format(" (+{} equivalent)", c.equivalents.size());
-    t.row({std::to_string(i + 1), search::layout_label(c.layout) + same, fmt::format("{:.4g}", c.step_time_s()),
-           fmt::format("{:.4g}", c.analytic.report.step_time_s), fmt::format("{:.0f}", c.tokens / c.step_time_s()),
+    t.row({std::to_string(i + 1), search::layout_label(c.layout) + same, step_cell(c, c.step_time_s()),
+           step_cell(c, c.analytic.report.step_time_s), fmt::format("{:.0f}", c.tokens / c.step_time_s()),
            fmt::format("{:.1f}%", 100 * c.analytic.report.mfu * c.analytic.report.step_time_s / c.step_time_s()),
            memory_cell(c), i == 0 ? "winner" : c.reason});
   }
   text += t.str();
+  if (std::any_of(r.ranked.begin(), r.ranked.end(), [](const auto& c) { return !c.analytic.estimated.empty(); }))
+    text += "* estimated from 1- and 2-layer steps of the layout (docs/planner.md), not simulated whole\n";
   if (!o.export_file.empty()) text += fmt::format("\nthe winner's Schedule written to {}\n", o.export_file);
   std::fputs(text.c_str(), stdout);
 }
@@ -233,6 +285,16 @@ void register_plan(CLI::App& app) {
   cmd->add_flag("--no-screen", o->no_screen,
                 "Rank full steps only (exact under the compute floor), without first screening one layer of each layout");
   cmd->add_option("--export", o->export_file, "Write the winner's Schedule (.json or .json.gz)");
+  cmd->add_option("--screen-budget", o->screen_budget,
+                  "At most N one-layer simulations in the screen, lowest floors first (0: no limit); "
+                  "for plans of thousands of GPUs");
+  cmd->add_option("--symmetry", o->symmetry,
+                  "auto: simulate one data-parallel replica for all where exact, for steps above 1M ops; off: never")
+      ->capture_default_str();
+  cmd->add_option("--extrapolate", o->extrapolate,
+                  "auto: estimate steps above 8M ops (after --symmetry) from 1- and 2-layer steps; off: simulate "
+                  "them whole or fail")
+      ->capture_default_str();
   cmd->callback([o] { run(*o); });
 }
 
