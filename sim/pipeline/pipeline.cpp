@@ -112,10 +112,10 @@ Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const to
   traces::Timeline tl = engine::simulate(s, plan, topo, cost, kind);
   tl.metadata["experiment"] = e.name;
   report::StepReport rep = report::make_step_report(e, s, tl);
-  // bound_by plans collectives over the Schedule's own members: not one replica's share of
-  // a group spanning replicas (docs/engines.md, "Replica symmetry"), so it is left out there.
-  if (s.symmetry.replicas == 1)
-    rep.bound_by = report::bound_by(s, tl, topo, cost, rep.critical_path, rep.imbalance.step_measured, &plan.match);
+  // Under the data-parallel shortcut bound_by counts every replica's transfers, planning a
+  // group spanning replicas for all its members as the engine does (engine::plan_replicated).
+  rep.bound_by = report::bound_by(s, tl, topo, cost, rep.critical_path, rep.imbalance.step_measured, &plan.match,
+                                  &engine::plan_replicated);
   return {std::move(s), std::move(tl), std::move(rep)};
 }
 

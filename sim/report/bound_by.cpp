@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -78,13 +79,19 @@ std::vector<Flow> flows(const schedule::Schedule& s, const topology::Topology& t
   std::vector<Flow> out;
   out.reserve(fp.flows.size());
   // Routes by rank pair, the last one kept: a rank's consecutive sends mostly go to one peer.
-  int last_src = -1, last_dst = -1;
+  int last_src = -1, last_dst = -1, last_k = -1, last_dst_k = -1;
   int32_t last = -1;
   std::unordered_map<uint64_t, int32_t> index;  // (src gpu << 32 | dst gpu) -> tr.routes
-  auto route = [&](int src_rank, int dst_rank) {
-    if (src_rank != last_src || dst_rank != last_dst) {
-      last_src = src_rank, last_dst = dst_rank;
-      const int a = s.ranks[size_t(src_rank)].gpu, b = s.ranks[size_t(dst_rank)].gpu;
+  // A replica-symmetric Schedule: every transfer also runs in each other replica, on GPUs translated by k replicas.
+  const int replicas = s.symmetry.replicas, shift = s.symmetry.ranks_per_replica;
+  auto gpu = [&](int rank, int k) {
+    const int g = s.ranks[size_t(rank)].gpu;
+    return k == 0 ? g : (g + k * shift) % (replicas * shift);
+  };
+  auto route = [&](int src_rank, int dst_rank, int k, int dst_k) {
+    if (src_rank != last_src || dst_rank != last_dst || k != last_k || dst_k != last_dst_k) {
+      last_src = src_rank, last_dst = dst_rank, last_k = k, last_dst_k = dst_k;
+      const int a = gpu(src_rank, k), b = gpu(dst_rank, k + dst_k);
       auto [it, fresh] = index.try_emplace(uint64_t(uint32_t(a)) << 32 | uint32_t(b), int32_t(tr.routes.size()));
       if (fresh) {
         const topology::Route& r = t.route(a, b);
@@ -107,8 +114,12 @@ std::vector<Flow> flows(const schedule::Schedule& s, const topology::Topology& t
       t0 = call_t0[size_t(f.call)];
       critical = call_critical[size_t(f.call)];
     }
-    out.push_back({route(f.src_rank, f.dst_rank), f.bytes, t0, std::max(t0, std::min(times.end[a], times.end[b])),
-                   f.phase, critical, f.ring});
+    const double t1 = std::max(t0, std::min(times.end[a], times.end[b]));
+    // Replica k's translate runs at the same times; only replica 0's ops are on the critical
+    // path, except that a call spanning replicas is one call whichever replica's transfer it is.
+    for (int k = 0; k < replicas; ++k)
+      out.push_back({route(f.src_rank, f.dst_rank, k, f.dst_replica), f.bytes, t0, t1, f.phase,
+                     critical && (k == 0 || f.spanning), f.ring});
   }
   return out;
 }
@@ -250,15 +261,16 @@ std::string kind_label(const std::string& kind) {
 
 BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const topology::Topology& t,
                  const cost::CostModel& m, const CriticalPath& cp, double step_imbalance,
-                 const schedule::CommMatching* match) {
-  const core::FlowPlan fp = match ? core::flow_plan(s, *match) : core::flow_plan(s, schedule::match_comms(s));
+                 const schedule::CommMatching* match, ReplicatedPlanner replicated) {
+  const core::FlowPlan fp =
+      match ? core::flow_plan(s, *match, replicated) : core::flow_plan(s, schedule::match_comms(s), replicated);
   core::PhaseIntervals iv = phase_intervals(s, tl);
   return core::bound_by(s, fp, spans_of(s, tl), tl.makespan_s(), iv, t, m, cp, step_imbalance);
 }
 
 namespace core {
 
-FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match) {
+FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match, ReplicatedPlanner replicated) {
   FlowPlan fp;
   for (const Op& op : s.ops) {
     if (op.kind != OpKind::send) continue;
@@ -276,8 +288,14 @@ FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& ma
       const auto& members = s.groups[size_t(first.group)].ranks;
       root = int(std::find(members.begin(), members.end(), first.peer) - members.begin());
     }
+    // A group spanning replicas: the plan of all its members' transfers from replica 0's (dst a full member index).
+    const int n = int(call.size());
+    const bool spanning = s.symmetry.replicas > 1 && s.groups[size_t(first.group)].spans_replicas;
+    if (spanning && !replicated)
+      throw std::invalid_argument("bound_by: a replica-symmetric Schedule needs the replicated collective planner");
     // Bytes per (sender, receiver): the plan's transfers sorted by pair, runs summed in plan order.
-    const auto plan = cost::CostModel::plan_collective(first.kind, int(call.size()), double(first.bytes), root);
+    const auto plan = spanning ? replicated(first.kind, n, s.symmetry.replicas, double(first.bytes))
+                               : cost::CostModel::plan_collective(first.kind, n, double(first.bytes), root);
     order.resize(plan.size());
     for (size_t i = 0; i < plan.size(); ++i) order[i] = uint32_t(i);
     std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
@@ -287,9 +305,9 @@ FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& ma
       const int src = plan[order[i]].src, dst = plan[order[i]].dst;
       double bytes = 0;
       for (; i < order.size() && plan[order[i]].src == src && plan[order[i]].dst == dst; ++i) bytes += plan[order[i]].bytes;
-      const OpId a = call[size_t(src)], b = call[size_t(dst)];
+      const OpId a = call[size_t(src)], b = call[size_t(dst % n)];
       fp.flows.push_back({a, b, int64_t(c), s.ops[size_t(a)].rank, s.ops[size_t(b)].rank, bytes, first.phase,
-                          first.step >= 0});
+                          first.step >= 0, dst / n, spanning});
     }
   }
   fp.calls = match.calls;

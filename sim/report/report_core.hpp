@@ -56,12 +56,18 @@ struct FlowTemplate {
   double bytes = 0;
   schedule::Phase phase = schedule::Phase::forward;
   bool ring = false;
+  // A replica-symmetric Schedule's collective over a group spanning replicas:
+  // b's translate in replica dst_replica receives (a is in replica 0).
+  int dst_replica = 0;
+  bool spanning = false;
 };
 struct FlowPlan {
   std::vector<FlowTemplate> flows;  // p2p in op order, then each call's (sender, receiver) pairs
   std::vector<std::vector<schedule::OpId>> calls;  // CommMatching::calls
 };
-FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match);
+// replicated: for a replica-symmetric Schedule's groups spanning replicas (bound_by.hpp).
+FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match,
+                   ReplicatedPlanner replicated = nullptr);
 
 // The union length of intervals fed in start order, as a running merge.
 struct Run {
