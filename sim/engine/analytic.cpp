@@ -127,13 +127,40 @@ struct Pending {
   int32_t route = -1;
 };
 
+// The route src -> dst as the engine runs it: its links appended to `links`
+// (under the data-parallel shortcut, sym: folded onto their orbits, with the
+// weights of the translates crossing them appended to `weights`); returns its
+// summed latency. Where the shortcut is not exact, `why` says why.
+double append_route(const topology::Topology& t, const cost::CostModel& m, ReplicaRoutes* sym, int src, int dst,
+                    std::vector<int>& links, std::vector<int32_t>& weights, std::string& why) {
+  const topology::Route& r = t.route(src, dst);  // a reference or a temporary: read here either way
+  double latency = 0;
+  for (int l : r.links) latency += m.link_latency_s(t.links()[static_cast<size_t>(l)]);
+  if (sym) {
+    FoldedRoute f;
+    why = sym->fold(src, dst, f);
+    links.insert(links.end(), f.links.begin(), f.links.end());
+    weights.insert(weights.end(), f.weights.begin(), f.weights.end());
+  } else {
+    links.insert(links.end(), r.links.begin(), r.links.end());
+  }
+  return latency;
+}
+
+std::vector<double> capacities(const topology::Topology& t, const cost::CostModel& m) {
+  std::vector<double> c;
+  c.reserve(t.links().size());
+  for (const auto& l : t.links()) c.push_back(m.link_rate_Bps(l));
+  return c;
+}
+
 // The analytic backend of the run driver: events ordered by (time, insertion
 // sequence); the driver decides what starts, this decides when it ends.
 class Sim final : public schedule::RunBackend {
  public:
   Sim(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m,
-      const FixedDurations* fixed)
-      : s_(s), t_(t), m_(m), p_(s, run, m, fixed), st_(run), driver_(run, *this), net_(capacities(t, m)) {
+      ExecPlan p, std::vector<double> capacity)
+      : s_(s), t_(t), m_(m), p_(std::move(p)), st_(run), driver_(run, *this), net_(std::move(capacity)) {
     if (s.symmetry.replicas > 1) sym_ = std::make_unique<ReplicaRoutes>(t, m, s.symmetry);
     p2p_of_.assign(s.ops.size(), -1);
     for (size_t id = 0; id < s.ops.size(); ++id) {
@@ -173,14 +200,23 @@ class Sim final : public schedule::RunBackend {
     return std::move(st_.times);
   }
 
- private:
-  static std::vector<double> capacities(const topology::Topology& t, const cost::CostModel& m) {
-    std::vector<double> c;
-    c.reserve(t.links().size());
-    for (const auto& l : t.links()) c.push_back(m.link_rate_Bps(l));
-    return c;
+  // What the run read of the cluster, for a later run to compare with (AnalyticReuse).
+  void keep(AnalyticReuse::Kept& k) {
+    k.compute_s = std::move(p_.compute_s);
+    k.capacity = net_.capacity();
+    k.binding = net_.binding();
+    k.local_rate = m_.local_copy_rate_Bps();
+    k.route_keys = route_keys_;
+    k.route_begin.clear();
+    for (const RouteCost& rc : routes_) k.route_begin.push_back(rc.link_begin);
+    k.route_begin.push_back(static_cast<int32_t>(route_links_.size()));
+    k.route_links = route_links_;
+    k.route_weights = route_weights_;
+    k.route_latency.clear();
+    for (const RouteCost& rc : routes_) k.route_latency.push_back(rc.latency_s);
   }
 
+ private:
   void push(double t, Ev kind, int64_t a, int64_t b = -1) {
     queue_.push({t, seq_++, a, b, kind});
   }
@@ -300,20 +336,13 @@ class Sim final : public schedule::RunBackend {
     const uint64_t key = uint64_t(uint32_t(src)) << 32 | uint32_t(dst);
     auto [it, fresh] = route_ids_.try_emplace(key, static_cast<int32_t>(routes_.size()));
     if (fresh) {
-      const topology::Route& r = t_.route(src, dst);  // a reference or a temporary: copied here either way
-      RouteCost rc{static_cast<int32_t>(route_links_.size()), static_cast<int32_t>(r.links.size()), 0.0};
-      for (int l : r.links) rc.latency_s += m_.link_latency_s(t_.links()[static_cast<size_t>(l)]);
-      if (sym_) {  // the links folded onto their orbits, weighted by the translates crossing them
-        FoldedRoute f;
-        if (std::string why = sym_->fold(src, dst, f); !why.empty())
-          throw schedule::ScheduleError("the data-parallel shortcut is not exact here: " + why);
-        rc.link_count = static_cast<int32_t>(f.links.size());
-        route_links_.insert(route_links_.end(), f.links.begin(), f.links.end());
-        route_weights_.insert(route_weights_.end(), f.weights.begin(), f.weights.end());
-      } else {
-        route_links_.insert(route_links_.end(), r.links.begin(), r.links.end());
-      }
+      RouteCost rc{static_cast<int32_t>(route_links_.size()), 0, 0.0};
+      std::string why;
+      rc.latency_s = append_route(t_, m_, sym_.get(), src, dst, route_links_, route_weights_, why);
+      if (!why.empty()) throw schedule::ScheduleError("the data-parallel shortcut is not exact here: " + why);
+      rc.link_count = static_cast<int32_t>(route_links_.size()) - rc.link_begin;
       routes_.push_back(rc);
+      route_keys_.push_back(key);
     }
     return it->second;
   }
@@ -328,6 +357,7 @@ class Sim final : public schedule::RunBackend {
   double now_ = 0;
   std::unordered_map<uint64_t, int32_t> route_ids_;  // (src << 32 | dst) -> routes_ index
   std::vector<RouteCost> routes_;
+  std::vector<uint64_t> route_keys_;  // per routes_ entry: its (src << 32 | dst)
   std::vector<int> route_links_;
   std::vector<int64_t> xfers_left_;  // per collective call: its transfers not yet ended
   std::vector<int32_t> route_weights_;  // with sym_: per entry of route_links_
@@ -344,9 +374,55 @@ class Sim final : public schedule::RunBackend {
 
 }  // namespace
 
+namespace {
+
+// Whether a run of s with compute seconds p.compute_s on t and m would take
+// every decision k's run took (AnalyticReuse).
+bool repeats(const AnalyticReuse::Kept& k, const schedule::Schedule& s, const ExecPlan& p,
+             const std::vector<double>& capacity, const topology::Topology& t, const cost::CostModel& m) {
+  if (p.compute_s != k.compute_s || m.local_copy_rate_Bps() != k.local_rate || capacity.size() != k.capacity.size())
+    return false;
+  for (size_t l = 0; l < capacity.size(); ++l)
+    if (k.binding[l] ? capacity[l] != k.capacity[l] : !(capacity[l] >= k.capacity[l])) return false;
+  // The routes it used, in the order it first used them (a fold checks its consistency with the folds before).
+  std::unique_ptr<ReplicaRoutes> sym;
+  if (s.symmetry.replicas > 1) sym = std::make_unique<ReplicaRoutes>(t, m, s.symmetry);
+  std::vector<int> links;
+  std::vector<int32_t> weights;
+  std::string why;
+  for (size_t r = 0; r < k.route_keys.size(); ++r) {
+    links.clear(), weights.clear();
+    const double latency = append_route(t, m, sym.get(), int(k.route_keys[r] >> 32), int(uint32_t(k.route_keys[r])),
+                                        links, weights, why);
+    const auto b = size_t(k.route_begin[r]), e = size_t(k.route_begin[r + 1]);
+    if (!why.empty() || latency != k.route_latency[r] || links.size() != e - b ||
+        !std::equal(links.begin(), links.end(), k.route_links.begin() + std::ptrdiff_t(b)))
+      return false;
+    if (sym && (weights.size() != e - b || !std::equal(weights.begin(), weights.end(), k.route_weights.begin() + std::ptrdiff_t(b))))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 OpTimes run_analytic(const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
-                     const cost::CostModel& m, const FixedDurations* fixed_compute_s) {
-  return Sim(s, plan, t, m, fixed_compute_s).run();
+                     const cost::CostModel& m, const FixedDurations* fixed_compute_s, AnalyticReuse* reuse) {
+  ExecPlan p(s, plan, m, fixed_compute_s);
+  std::vector<double> capacity = capacities(t, m);
+  if (!reuse) return Sim(s, plan, t, m, std::move(p), std::move(capacity)).run();
+  if (reuse->valid_ && repeats(reuse->kept_, s, p, capacity, t, m)) {
+    ++reuse->reused_;
+    return reuse->times_;
+  }
+  reuse->valid_ = false;
+  Sim sim(s, plan, t, m, std::move(p), std::move(capacity));
+  OpTimes times = sim.run();
+  sim.keep(reuse->kept_);
+  reuse->times_ = times;
+  reuse->valid_ = true;
+  ++reuse->runs_;
+  return times;
 }
 
 OpTimes run_analytic(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m) {

@@ -10,6 +10,7 @@ FlowNetwork::FlowNetwork(std::vector<double> capacity_Bps)
     : capacity_(std::move(capacity_Bps)),
       on_link_(capacity_.size()),
       weight_on_(capacity_.size(), 0),
+      binding_(capacity_.size(), 0),
       link_mark_(capacity_.size(), 0),
       left_(capacity_.size(), 0.0),
       open_(capacity_.size(), 0) {
@@ -50,6 +51,8 @@ int32_t FlowNetwork::start(std::span<const int> links, std::span<const int32_t> 
   if (alone && !weighted) {  // its route's slowest link, exactly as CostModel::transfer_seconds takes it
     double rate = std::numeric_limits<double>::infinity();
     for (int l : links) rate = std::min(rate, capacity_[static_cast<size_t>(l)]);
+    for (int l : links)
+      if (capacity_[static_cast<size_t>(l)] == rate) binding_[static_cast<size_t>(l)] = 1;
     f.rate = rate;
     ++f.version;
     rescheduled_.push_back(id);
@@ -135,6 +138,7 @@ void FlowNetwork::solve_around(std::span<const int> links, double now) {
       const double s = left_[static_cast<size_t>(l)] / n;
       if (s < share) share = s, best = l;  // ties: the first link found, so deterministic
     }
+    binding_[static_cast<size_t>(best)] = 1;
     for (int32_t g : on_link_[static_cast<size_t>(best)]) {
       Flow& fg = flows_[static_cast<size_t>(g)];
       if (fg.rate >= 0) continue;

@@ -44,6 +44,16 @@ class FlowNetwork {
   // changed, the started flow included.
   const std::vector<int32_t>& rescheduled() const { return rescheduled_; }
 
+  // Per link: 1 once its capacity set some flow's rate (the slowest link of a
+  // flow alone on its route, or the link a progressive filling froze flows on;
+  // ties count). A link never marked only ever compared as roomier than the
+  // one that set the rate; with more capacity it would again (each of its
+  // shares only grows: the run reads it in subtractions and a division, all
+  // monotone), so the same run on raised capacities of unmarked links takes
+  // every decision as this one did, bit for bit (AnalyticReuse relies on it).
+  const std::vector<char>& binding() const { return binding_; }
+  const std::vector<double>& capacity() const { return capacity_; }
+
   // How much solver work ran: components solved and the flows in them.
   int64_t solves() const { return solves_; }
   int64_t solved_flows() const { return solved_flows_; }
@@ -71,6 +81,7 @@ class FlowNetwork {
   std::vector<Flow> flows_;
   std::vector<int32_t> free_;
   std::vector<int32_t> rescheduled_;
+  std::vector<char> binding_;  // per link (binding())
   // Scratch of solve_around, kept to avoid allocations.
   std::vector<uint32_t> link_mark_;
   uint32_t stamp_ = 0;

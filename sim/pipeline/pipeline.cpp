@@ -112,10 +112,10 @@ Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const to
   traces::Timeline tl = engine::simulate(s, plan, topo, cost, kind);
   tl.metadata["experiment"] = e.name;
   report::StepReport rep = report::make_step_report(e, s, tl);
-  // bound_by plans collectives over the Schedule's own members: not one replica's share of
-  // a group spanning replicas (docs/engines.md, "Replica symmetry"), so it is left out there.
-  if (s.symmetry.replicas == 1)
-    rep.bound_by = report::bound_by(s, tl, topo, cost, rep.critical_path, rep.imbalance.step_measured, &plan.match);
+  // Under the data-parallel shortcut bound_by counts every replica's transfers, planning a
+  // group spanning replicas for all its members as the engine does (engine::plan_replicated).
+  rep.bound_by = report::bound_by(s, tl, topo, cost, rep.critical_path, rep.imbalance.step_measured, &plan.match,
+                                  &engine::plan_replicated);
   return {std::move(s), std::move(tl), std::move(rep)};
 }
 
@@ -135,6 +135,8 @@ PointResult Session::run_point(const Experiment& e, engine::EngineKind kind, boo
   std::string key = schedule_key(e);
   if (!last_ || last_->key != key) {
     last_.reset();  // one Schedule in memory at a time
+    reuse_.clear();
+    timed_ = {};
     schedule::Schedule s = schedule(e);
     schedule::RunPlan plan(s);
     report::ReportPrep prep(e, s, plan, engine::timeline_edges(s, plan));
@@ -146,10 +148,15 @@ PointResult Session::run_point(const Experiment& e, engine::EngineKind kind, boo
   const topology::Topology& topo = topology(e);
   const cost::CostModel cost = cost::CostModel::for_experiment(e);
   // engine::simulate's two engines, without its Timeline.
-  engine::OpTimes times = kind == engine::EngineKind::analytic ? engine::run_analytic(s, last_->plan, topo, cost)
+  const int64_t reused = reuse_.reused();
+  engine::OpTimes times = kind == engine::EngineKind::analytic ? engine::run_analytic(s, last_->plan, topo, cost, nullptr, &reuse_)
                                                                 : engine::run_simgrid(s, last_->plan, topo, cost);
+  // The run repeated the one timed_ was kept from only if the reuse was taken (and timed_ is from an analytic run).
+  const bool same_times = kind == engine::EngineKind::analytic && reuse_.reused() > reused;
+  if (kind != engine::EngineKind::analytic) timed_ = {};
   report::OpSpans spans{std::move(times.start), std::move(times.end), {}};
-  report::StepReport rep = report::fast_step_report(e, s, last_->plan, last_->report, spans, topo, cost, with_bound_by);
+  report::StepReport rep =
+      report::fast_step_report(e, s, last_->plan, last_->report, spans, topo, cost, with_bound_by, &timed_, same_times);
   return {std::move(rep), static_cast<int64_t>(s.ops.size()), s.generator};
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sim/config/experiment.hpp"
+#include "sim/engine/analytic.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/placement/work_cache.hpp"
 #include "sim/report/fast_report.hpp"
@@ -105,18 +106,22 @@ class Session {
   // what-if regenerates nothing), and the report is read off the engine's op
   // times without building a Timeline (report::fast_step_report), figure for
   // figure the same. One Schedule is kept: it is large, and search::evaluate
-  // hands a worker equal-key points together. Without with_bound_by the
+  // hands a worker equal-key points together. With the analytic engine, a
+  // point whose engine run would repeat the previous one's (a raised
+  // capacity of links that never set a rate: engine::AnalyticReuse) takes its
+  // op times without running. Without with_bound_by the
   // report's bound_by is left empty (a planner's pruned candidates).
   PointResult run_point(const Experiment& e, engine::EngineKind kind, bool with_bound_by = true);
   // Frees run_point's Schedule (search::evaluate does at the end of a batch, so
   // sessions kept between batches do not hold one each while the caller goes on).
-  void release_schedule() { last_.reset(); }
+  void release_schedule() { last_.reset(), reuse_.clear(), timed_ = {}; }
   report::ImbalanceReport imbalance(const Experiment& e, const std::vector<Partition>& partitions,
                                     const report::Progress& progress = {});
 
   placement::WorkCache& work() { return work_; }
   int64_t pattern_builds() const { return pattern_builds_; }
   int64_t schedule_builds() const { return schedule_builds_; }  // by run_point
+  int64_t engine_runs_reused() const { return reuse_.reused(); }  // run_point's analytic runs skipped
 
  private:
   std::map<std::string, sparsity::SparsityModel> patterns_;  // map nodes stay put: work_ keys by identity
@@ -130,6 +135,8 @@ class Session {
     report::ReportPrep report;  // from engine::timeline_edges(schedule, plan)
   };
   std::unique_ptr<const Prepared> last_;  // run_point's cached Schedule
+  engine::AnalyticReuse reuse_;           // the last analytic run of last_'s Schedule
+  report::TimedParts timed_;              // its report's parts that depend on its op times alone
   int64_t schedule_builds_ = 0;
 };
 

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <map>
+#include <stdexcept>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -46,7 +49,7 @@ namespace {
 
 // One transfer as the report sees it: bytes between two GPUs within [t0, t1].
 struct Flow {
-  const topology::Route* route = nullptr;
+  int32_t route = -1;  // index into LinkTraffic::routes
   double bytes = 0, t0 = 0, t1 = 0;
   Phase phase = Phase::forward;
   bool critical = false;
@@ -58,8 +61,9 @@ struct Flow {
 // runs once both sides are posted (the later start; a call's once all its
 // members are) and ends by the earlier end of the ops it touches (each ends
 // with its last transfer). Those of ops without times are left out.
+// Each distinct GPU pair's route goes into tr.routes once.
 std::vector<Flow> flows(const schedule::Schedule& s, const topology::Topology& t, const core::FlowPlan& fp,
-                        const OpSpans& times, const std::vector<char>& on_path) {
+                        const OpSpans& times, const std::vector<char>& on_path, core::LinkTraffic& tr) {
   // Per call: every member has times, when the last was posted, and whether one is on the critical path.
   std::vector<double> call_t0(fp.calls.size(), 0.0);
   std::vector<char> call_ok(fp.calls.size(), 0), call_critical(fp.calls.size(), 0);
@@ -75,11 +79,26 @@ std::vector<Flow> flows(const schedule::Schedule& s, const topology::Topology& t
   std::vector<Flow> out;
   out.reserve(fp.flows.size());
   // Routes by rank pair, the last one kept: a rank's consecutive sends mostly go to one peer.
-  int last_src = -1, last_dst = -1;
-  const topology::Route* last = nullptr;
-  auto route = [&](int src_rank, int dst_rank) {
-    if (src_rank != last_src || dst_rank != last_dst)
-      last_src = src_rank, last_dst = dst_rank, last = &t.route(s.ranks[size_t(src_rank)].gpu, s.ranks[size_t(dst_rank)].gpu);
+  int last_src = -1, last_dst = -1, last_k = -1, last_dst_k = -1;
+  int32_t last = -1;
+  std::unordered_map<uint64_t, int32_t> index;  // (src gpu << 32 | dst gpu) -> tr.routes
+  // A replica-symmetric Schedule: every transfer also runs in each other replica, on GPUs translated by k replicas.
+  const int replicas = s.symmetry.replicas, shift = s.symmetry.ranks_per_replica;
+  auto gpu = [&](int rank, int k) {
+    const int g = s.ranks[size_t(rank)].gpu;
+    return k == 0 ? g : (g + k * shift) % (replicas * shift);
+  };
+  auto route = [&](int src_rank, int dst_rank, int k, int dst_k) {
+    if (src_rank != last_src || dst_rank != last_dst || k != last_k || dst_k != last_dst_k) {
+      last_src = src_rank, last_dst = dst_rank, last_k = k, last_dst_k = dst_k;
+      const int a = gpu(src_rank, k), b = gpu(dst_rank, k + dst_k);
+      auto [it, fresh] = index.try_emplace(uint64_t(uint32_t(a)) << 32 | uint32_t(b), int32_t(tr.routes.size()));
+      if (fresh) {
+        const topology::Route& r = t.route(a, b);
+        tr.routes.push_back({a, b, r.links, r.inter_node});
+      }
+      last = it->second;
+    }
     return last;
   };
   for (const core::FlowTemplate& f : fp.flows) {
@@ -95,33 +114,52 @@ std::vector<Flow> flows(const schedule::Schedule& s, const topology::Topology& t
       t0 = call_t0[size_t(f.call)];
       critical = call_critical[size_t(f.call)];
     }
-    out.push_back({route(f.src_rank, f.dst_rank), f.bytes, t0, std::max(t0, std::min(times.end[a], times.end[b])),
-                   f.phase, critical, f.ring});
+    const double t1 = std::max(t0, std::min(times.end[a], times.end[b]));
+    // Replica k's translate runs at the same times; only replica 0's ops are on the critical
+    // path, except that a call spanning replicas is one call whichever replica's transfer it is.
+    for (int k = 0; k < replicas; ++k)
+      out.push_back({route(f.src_rank, f.dst_rank, k, f.dst_replica), f.bytes, t0, t1, f.phase,
+                     critical && (k == 0 || f.spanning), f.ring});
   }
   return out;
 }
 
-// The union length of intervals fed in start order, as a running merge.
-struct Run {
-  double lo = 0, hi = 0, total = 0;
-  bool open = false;
-  void add(double a, double b) {
-    if (open && a <= hi) {
-      hi = std::max(hi, b);
-      return;
-    }
-    if (open) total += hi - lo;
-    lo = a, hi = b, open = true;
+// The flows' indices by (t0, index): the order in which each link's running
+// merges and byte sums take them. A stable radix sort of t0's bits (a
+// non-negative double's bits order as the number does; -0 is made +0, which
+// compares equal to it) gives exactly std::sort's order of (t0, index) pairs,
+// in linear time: a default step has ~10^5 transfers.
+std::vector<uint32_t> start_order(const std::vector<Flow>& fl) {
+  const size_t n = fl.size();
+  std::vector<uint64_t> key(n);
+  bool plain = true;
+  for (size_t i = 0; i < n; ++i) {
+    const double t0 = fl[i].t0 + 0.0;
+    plain = plain && t0 >= 0;
+    std::memcpy(&key[i], &t0, sizeof t0);
   }
-  double length() const { return open ? total + hi - lo : total; }
-};
-
-struct LinkAcc {
-  double bytes = 0, ring_bytes = 0;
-  std::array<double, schedule::kPhaseCount> phase_bytes{};
-  Run busy, critical, ring;
-  std::array<Run, schedule::kPhaseCount> phase_busy;
-};
+  std::vector<uint32_t> order(n), next(n);
+  for (size_t i = 0; i < n; ++i) order[i] = uint32_t(i);
+  if (!plain) {  // a negative or NaN start (a measured Timeline's, say): the comparison sort
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return std::pair{fl[a].t0, a} < std::pair{fl[b].t0, b};
+    });
+    return order;
+  }
+  constexpr int kBits = 11;
+  constexpr size_t kBuckets = size_t(1) << kBits;
+  std::vector<size_t> count(kBuckets);
+  for (int shift = 0; shift < 64; shift += kBits) {
+    std::fill(count.begin(), count.end(), 0);
+    for (size_t i = 0; i < n; ++i) ++count[(key[i] >> shift) & (kBuckets - 1)];
+    if (n == 0 || count[(key[0] >> shift) & (kBuckets - 1)] == n) continue;  // one digit for all: order kept
+    size_t at = 0;
+    for (size_t& c : count) at += std::exchange(c, at);
+    for (const uint32_t i : order) next[count[(key[i] >> shift) & (kBuckets - 1)]++] = i;
+    order.swap(next);
+  }
+  return order;
+}
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
@@ -223,15 +261,16 @@ std::string kind_label(const std::string& kind) {
 
 BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const topology::Topology& t,
                  const cost::CostModel& m, const CriticalPath& cp, double step_imbalance,
-                 const schedule::CommMatching* match) {
-  const core::FlowPlan fp = match ? core::flow_plan(s, *match) : core::flow_plan(s, schedule::match_comms(s));
+                 const schedule::CommMatching* match, ReplicatedPlanner replicated) {
+  const core::FlowPlan fp =
+      match ? core::flow_plan(s, *match, replicated) : core::flow_plan(s, schedule::match_comms(s), replicated);
   core::PhaseIntervals iv = phase_intervals(s, tl);
   return core::bound_by(s, fp, spans_of(s, tl), tl.makespan_s(), iv, t, m, cp, step_imbalance);
 }
 
 namespace core {
 
-FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match) {
+FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match, ReplicatedPlanner replicated) {
   FlowPlan fp;
   for (const Op& op : s.ops) {
     if (op.kind != OpKind::send) continue;
@@ -249,8 +288,14 @@ FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& ma
       const auto& members = s.groups[size_t(first.group)].ranks;
       root = int(std::find(members.begin(), members.end(), first.peer) - members.begin());
     }
+    // A group spanning replicas: the plan of all its members' transfers from replica 0's (dst a full member index).
+    const int n = int(call.size());
+    const bool spanning = s.symmetry.replicas > 1 && s.groups[size_t(first.group)].spans_replicas;
+    if (spanning && !replicated)
+      throw std::invalid_argument("bound_by: a replica-symmetric Schedule needs the replicated collective planner");
     // Bytes per (sender, receiver): the plan's transfers sorted by pair, runs summed in plan order.
-    const auto plan = cost::CostModel::plan_collective(first.kind, int(call.size()), double(first.bytes), root);
+    const auto plan = spanning ? replicated(first.kind, n, s.symmetry.replicas, double(first.bytes))
+                               : cost::CostModel::plan_collective(first.kind, n, double(first.bytes), root);
     order.resize(plan.size());
     for (size_t i = 0; i < plan.size(); ++i) order[i] = uint32_t(i);
     std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
@@ -260,26 +305,69 @@ FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& ma
       const int src = plan[order[i]].src, dst = plan[order[i]].dst;
       double bytes = 0;
       for (; i < order.size() && plan[order[i]].src == src && plan[order[i]].dst == dst; ++i) bytes += plan[order[i]].bytes;
-      const OpId a = call[size_t(src)], b = call[size_t(dst)];
+      const OpId a = call[size_t(src)], b = call[size_t(dst % n)];
       fp.flows.push_back({a, b, int64_t(c), s.ops[size_t(a)].rank, s.ops[size_t(b)].rank, bytes, first.phase,
-                          first.step >= 0});
+                          first.step >= 0, dst / n, spanning});
     }
   }
   fp.calls = match.calls;
   return fp;
 }
 
-BoundBy bound_by(const schedule::Schedule& s, const FlowPlan& fp, const OpSpans& times, double step,
-                 PhaseIntervals& phases, const topology::Topology& t, const cost::CostModel& m,
-                 const CriticalPath& cp, double step_imbalance) {
-  BoundBy b;
+LinkTraffic link_traffic(const schedule::Schedule& s, const FlowPlan& fp, const OpSpans& times, PhaseIntervals& phases,
+                         const topology::Topology& t, const CriticalPath& cp) {
+  LinkTraffic tr;
   std::vector<char> on_path(s.ops.size(), 0);
   for (OpId id : cp.ops)
     if (id >= 0 && size_t(id) < on_path.size()) on_path[size_t(id)] = 1;
+  // Links: bytes, busy intervals and critical seconds; per traffic class, its bytes and links.
+  tr.links = t.links().size();
+  tr.acc.resize(tr.links);
+  for (auto& u : tr.uses) u.assign(tr.links, 0);
+  // In start order, so each link's busy time is a running merge of its transfers' intervals.
+  const std::vector<Flow> fl = flows(s, t, fp, times, on_path, tr);
+  for (const uint32_t i : start_order(fl)) {
+    const Flow& f = fl[i];
+    const LinkTraffic::RouteUse& r = tr.routes[size_t(f.route)];
+    if (r.links.empty() || f.bytes <= 0) continue;
+    const size_t c = r.inter_node ? 1 : 0;
+    tr.class_bytes[c] += f.bytes;
+    for (int id : r.links) {
+      LinkAcc& a = tr.acc[size_t(id)];
+      a.bytes += f.bytes;
+      a.phase_bytes[size_t(f.phase)] += f.bytes;
+      a.busy.add(f.t0, f.t1);
+      a.phase_busy[size_t(f.phase)].add(f.t0, f.t1);
+      if (f.critical) a.critical.add(f.t0, f.t1);
+      if (f.ring) a.ring_bytes += f.bytes, a.ring.add(f.t0, f.t1);
+      tr.uses[c][size_t(id)] = 1;
+    }
+    tr.counted.emplace_back(f.route, f.bytes);
+  }
+  tr.phases = phase_bounds(phases, cp);
+  return tr;
+}
 
-  // Links: bytes, busy intervals and critical seconds; per traffic class, bytes by the kind that caps them.
+bool same_routes(const LinkTraffic& tr, const topology::Topology& t) {
+  if (t.links().size() != tr.links) return false;
+  for (const LinkTraffic::RouteUse& u : tr.routes) {
+    const topology::Route& r = t.route(u.src_gpu, u.dst_gpu);
+    if (r.links != u.links || r.inter_node != u.inter_node) return false;
+  }
+  return true;
+}
+
+BoundBy bound_by(const schedule::Schedule& s, const FlowPlan& fp, const OpSpans& times, double step,
+                 PhaseIntervals& phases, const topology::Topology& t, const cost::CostModel& m,
+                 const CriticalPath& cp, double step_imbalance) {
+  return bound_by(link_traffic(s, fp, times, phases, t, cp), t, m, cp, step, step_imbalance);
+}
+
+BoundBy bound_by(const LinkTraffic& tr, const topology::Topology& t, const cost::CostModel& m, const CriticalPath& cp,
+                 double step, double step_imbalance) {
+  BoundBy b;
   const auto& links = t.links();
-  std::vector<LinkAcc> acc(links.size());
+  const std::vector<LinkAcc>& acc = tr.acc;
   std::vector<std::string> kinds(links.size());
   std::vector<uint8_t> kind_id(links.size());  // index into kind_names (sorted: the order notes list kinds in)
   const std::array<std::string, 4> kind_names{"fabric", "nic", "nvlink", "pcie"};
@@ -288,41 +376,27 @@ BoundBy bound_by(const schedule::Schedule& s, const FlowPlan& fp, const OpSpans&
     kinds[i] = link_kind(t, links[i]), rate[i] = m.link_rate_Bps(links[i]);
     kind_id[i] = uint8_t(std::find(kind_names.begin(), kind_names.end(), kinds[i]) - kind_names.begin());
   }
+  // Per traffic class, bytes by the kind of the slowest effective link of their route.
   struct ClassAcc {
     double bytes = 0;
     std::array<double, 4> capped{};  // per kind_names entry: bytes it caps
-    std::vector<char> uses;          // per link: some route of the class crosses it
+    const std::vector<char>* uses;   // per link: some route of the class crosses it
   };
   std::array<ClassAcc, 2> cls;
-  for (auto& c : cls) c.uses.assign(links.size(), 0);
-  // In start order, so each link's busy time is a running merge of its transfers' intervals.
-  // (Sorted as small keys: the flows themselves are large.)
-  const std::vector<Flow> fl = flows(s, t, fp, times, on_path);
-  std::vector<std::pair<double, uint32_t>> order(fl.size());
-  for (size_t i = 0; i < fl.size(); ++i) order[i] = {fl[i].t0, uint32_t(i)};
-  std::sort(order.begin(), order.end());
-  for (const auto& [t0, i] : order) {
-    const Flow& f = fl[i];
-    const topology::Route& r = *f.route;
-    if (r.links.empty() || f.bytes <= 0) continue;
-    ClassAcc& c = cls[r.inter_node ? 1 : 0];
-    c.bytes += f.bytes;
-    int slowest = r.links.front();
-    for (int id : r.links) {
-      LinkAcc& a = acc[size_t(id)];
-      a.bytes += f.bytes;
-      a.phase_bytes[size_t(f.phase)] += f.bytes;
-      a.busy.add(f.t0, f.t1);
-      a.phase_busy[size_t(f.phase)].add(f.t0, f.t1);
-      if (f.critical) a.critical.add(f.t0, f.t1);
-      if (f.ring) a.ring_bytes += f.bytes, a.ring.add(f.t0, f.t1);
-      c.uses[size_t(id)] = 1;
+  for (size_t c = 0; c < 2; ++c) cls[c].bytes = tr.class_bytes[c], cls[c].uses = &tr.uses[c];
+  std::vector<uint8_t> slowest_kind(tr.routes.size(), 0);
+  for (size_t k = 0; k < tr.routes.size(); ++k) {
+    const auto& r = tr.routes[k].links;
+    if (r.empty()) continue;
+    int slowest = r.front();
+    for (int id : r)
       if (rate[size_t(id)] < rate[size_t(slowest)]) slowest = id;  // the first on ties, in route order
-    }
-    c.capped[kind_id[size_t(slowest)]] += f.bytes;
+    slowest_kind[k] = kind_id[size_t(slowest)];
   }
+  for (const auto& [route, bytes] : tr.counted)  // in the transfers' start order, as the sums always ran
+    cls[tr.routes[size_t(route)].inter_node ? 1 : 0].capped[slowest_kind[size_t(route)]] += bytes;
   for (size_t i = 0; i < links.size(); ++i) {
-    LinkAcc& a = acc[i];
+    const LinkAcc& a = acc[i];
     if (a.bytes <= 0) continue;
     LinkLoad l;
     l.link = int(i);
@@ -369,7 +443,7 @@ BoundBy bound_by(const schedule::Schedule& s, const FlowPlan& fp, const OpSpans&
     cap.capped_share /= c.bytes;
     std::map<std::string, const LinkLoad*> busiest;  // b.links is busiest first: the first seen per kind
     for (const LinkLoad& l : b.links)
-      if (c.uses[size_t(l.link)]) busiest.try_emplace(l.kind, &l);
+      if ((*c.uses)[size_t(l.link)]) busiest.try_emplace(l.kind, &l);
     for (const auto& [kind, l] : busiest)
       cap.kinds.push_back({kind, l->name, l->rate_GBps, l->utilisation, l->busy_utilisation, l->ring_utilisation,
                            c.capped[size_t(std::find(kind_names.begin(), kind_names.end(), kind) - kind_names.begin())] /
@@ -399,7 +473,7 @@ BoundBy bound_by(const schedule::Schedule& s, const FlowPlan& fp, const OpSpans&
     b.traffic.push_back(std::move(cap));
   }
 
-  b.phases = phase_bounds(phases, cp);
+  b.phases = tr.phases;
   for (const CriticalPathShare& sh : cp.by_kind)
     if (sh.kind == OpKind::attn_fwd || sh.kind == OpKind::attn_bwd) b.attention_critical_s += sh.seconds;
   if (step_imbalance > 1) b.imbalance_lost_s = b.attention_critical_s * (1 - 1 / step_imbalance);

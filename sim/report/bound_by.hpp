@@ -122,9 +122,17 @@ inline constexpr double kSaturatedUtilisation = 0.90;
 // of the same Schedule and Timeline; t and m are what the Timeline ran on.
 // match: s's communication matching when the caller has it (RunPlan::match),
 // else computed here.
+// A replica-symmetric Schedule (the data-parallel shortcut, schedule.hpp
+// ReplicaSymmetry) holds replica 0 only: its figures are the whole step's,
+// each transfer counted with its translates in every replica (GPU + k x
+// ranks_per_replica), a collective over a group spanning replicas planned for
+// all its members by `replicated` (engine::plan_replicated: the report does
+// not link the engines); without it such a Schedule throws std::invalid_argument.
+using ReplicatedPlanner = std::vector<cost::PlannedTransfer> (*)(schedule::OpKind kind, int n, int replicas,
+                                                                 double bytes);
 BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const topology::Topology& t,
                  const cost::CostModel& m, const CriticalPath& cp, double step_imbalance,
-                 const schedule::CommMatching* match = nullptr);
+                 const schedule::CommMatching* match = nullptr, ReplicatedPlanner replicated = nullptr);
 
 // Keys: kind, verdict, brief, bottleneck (a link object or null), links [{name,
 // kind, rate_GBps, bytes, busy_s, utilisation, busy_utilisation, critical_s,

@@ -23,7 +23,15 @@ ReportPrep::ReportPrep(const Experiment& e, const schedule::Schedule& s, const s
 
 StepReport fast_step_report(const Experiment& e, const schedule::Schedule& s, const schedule::RunPlan& plan,
                             const ReportPrep& prep, const OpSpans& times, const topology::Topology& t,
-                            const cost::CostModel& m, bool with_bound_by) {
+                            const cost::CostModel& m, bool with_bound_by, TimedParts* keep, bool same_times) {
+  if (keep && same_times && keep->valid && (!with_bound_by || (keep->has_traffic && core::same_routes(keep->traffic, t)))) {
+    StepReport r = keep->report;
+    core::fill_totals(r, e, s, prep.sums, times, r.step_time_s);  // the experiment's own figures (memory, MFU)
+    if (with_bound_by)
+      r.bound_by = core::bound_by(keep->traffic, t, m, r.critical_path, r.step_time_s, r.imbalance.step_measured);
+    return r;
+  }
+  if (keep) keep->valid = false;
   const size_t n = s.ops.size(), R = s.ranks.size();
   // The makespan as Timeline::makespan_s reads it off one event per op.
   double begin = n ? times.start[0] : 0.0, end = n ? times.end[0] : 0.0;
@@ -70,9 +78,18 @@ StepReport fast_step_report(const Experiment& e, const schedule::Schedule& s, co
   // Bound-by's per-rank compute intervals are the breakdown's (sorted by it now: the union is the same).
   if (with_bound_by) iv.compute = std::move(compute);
   r.critical_path = critical_path(s, prep.graph, times);
-  if (with_bound_by)
-    r.bound_by = core::bound_by(s, prep.flows, times, r.step_time_s, iv, t, m, r.critical_path,
-                                r.imbalance.step_measured);
+  core::LinkTraffic traffic;
+  if (with_bound_by) {
+    traffic = core::link_traffic(s, prep.flows, times, iv, t, r.critical_path);
+    r.bound_by = core::bound_by(traffic, t, m, r.critical_path, r.step_time_s, r.imbalance.step_measured);
+  }
+  if (keep) {
+    keep->report = r;
+    keep->report.bound_by = {};
+    keep->traffic = std::move(traffic);
+    keep->has_traffic = with_bound_by;
+    keep->valid = true;
+  }
   return r;
 }
 

@@ -40,11 +40,24 @@ struct ReportPrep {
   std::vector<schedule::Phase> phase;
 };
 
+// What fast_step_report worked out from one run's op times alone: everything
+// but bound_by's rate-dependent figures. A point with the same op times (a
+// cluster what-if whose engine run repeated the last: engine::AnalyticReuse)
+// takes them from here and only finishes bound_by under its own link rates.
+struct TimedParts {
+  bool valid = false, has_traffic = false;
+  StepReport report;  // without bound_by
+  core::LinkTraffic traffic;
+};
+
 // The report of op times (every op of s has times) from an engine run on t
 // and m; bound_by is filled when with_bound_by (the planner skips it on the
-// candidates it prunes).
+// candidates it prunes). With `keep`, what depends on the times alone is kept
+// there; with same_times too (the caller knows these times are the ones kept:
+// same Schedule, bit-identical op times) it is read from there instead.
 StepReport fast_step_report(const Experiment& e, const schedule::Schedule& s, const schedule::RunPlan& plan,
                             const ReportPrep& prep, const OpSpans& times, const topology::Topology& t,
-                            const cost::CostModel& m, bool with_bound_by = true);
+                            const cost::CostModel& m, bool with_bound_by = true, TimedParts* keep = nullptr,
+                            bool same_times = false);
 
 }  // namespace rm::report

@@ -4,6 +4,7 @@
 // whichever form fed it. Internal to sim/report.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -55,12 +56,66 @@ struct FlowTemplate {
   double bytes = 0;
   schedule::Phase phase = schedule::Phase::forward;
   bool ring = false;
+  // A replica-symmetric Schedule's collective over a group spanning replicas:
+  // b's translate in replica dst_replica receives (a is in replica 0).
+  int dst_replica = 0;
+  bool spanning = false;
 };
 struct FlowPlan {
   std::vector<FlowTemplate> flows;  // p2p in op order, then each call's (sender, receiver) pairs
   std::vector<std::vector<schedule::OpId>> calls;  // CommMatching::calls
 };
-FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match);
+// replicated: for a replica-symmetric Schedule's groups spanning replicas (bound_by.hpp).
+FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match,
+                   ReplicatedPlanner replicated = nullptr);
+
+// The union length of intervals fed in start order, as a running merge.
+struct Run {
+  double lo = 0, hi = 0, total = 0;
+  bool open = false;
+  void add(double a, double b) {
+    if (open && a <= hi) {
+      hi = std::max(hi, b);
+      return;
+    }
+    if (open) total += hi - lo;
+    lo = a, hi = b, open = true;
+  }
+  double length() const { return open ? total + hi - lo : total; }
+};
+
+// One link's transfers: bytes and the unions of their intervals.
+struct LinkAcc {
+  double bytes = 0, ring_bytes = 0;
+  std::array<double, schedule::kPhaseCount> phase_bytes{};
+  Run busy, critical, ring;
+  std::array<Run, schedule::kPhaseCount> phase_busy;
+};
+
+// What bound_by reads of op times and routes, before any link rate: a point
+// with the same op times on the same routes (a cluster what-if whose engine
+// run repeated the last: engine::AnalyticReuse) finishes bound_by from it
+// under its own rates, figure for figure what the whole computation gives.
+struct LinkTraffic {
+  struct RouteUse {
+    int src_gpu = 0, dst_gpu = 0;
+    std::vector<int> links;  // Topology::route's
+    bool inter_node = false;
+  };
+  std::vector<RouteUse> routes;  // each GPU pair the transfers used, in first use
+  size_t links = 0;              // the Topology's link count
+  std::vector<LinkAcc> acc;      // per link
+  std::array<double, 2> class_bytes{};       // intra-node, inter-node
+  std::array<std::vector<char>, 2> uses;     // per class and link: some route of the class crosses it
+  std::vector<std::pair<int32_t, double>> counted;  // the transfers counted, in start order: route, bytes
+  std::vector<PhaseBound> phases;
+};
+LinkTraffic link_traffic(const schedule::Schedule& s, const FlowPlan& fp, const OpSpans& times, PhaseIntervals& phases,
+                         const topology::Topology& t, const CriticalPath& cp);
+// Whether t has tr's link count and, for each GPU pair of tr, the route tr counted on.
+bool same_routes(const LinkTraffic& tr, const topology::Topology& t);
+BoundBy bound_by(const LinkTraffic& tr, const topology::Topology& t, const cost::CostModel& m, const CriticalPath& cp,
+                 double step, double step_imbalance);
 
 // bound_by from op times: step = the makespan the verdict reads.
 BoundBy bound_by(const schedule::Schedule& s, const FlowPlan& fp, const OpSpans& times, double step,

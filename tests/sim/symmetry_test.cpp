@@ -102,7 +102,9 @@ void expect_exact(const std::vector<std::string>& sets) {
   EXPECT_EQ(rf.imbalance.worker, r1.imbalance.worker);
   EXPECT_EQ(rf.imbalance.step, r1.imbalance.step);
   EXPECT_EQ(rf.critical_path.length_s, r1.critical_path.length_s);
-  EXPECT_FALSE(r1.bound_by.has_value());  // left out under the shortcut (pipeline.cpp)
+  // bound_by counts every replica under the shortcut too (symmetry_bound_by_test.cpp compares it in full).
+  ASSERT_TRUE(rf.bound_by.has_value() && r1.bound_by.has_value());
+  EXPECT_EQ(report::brief(*rf.bound_by), report::brief(*r1.bound_by));
 }
 
 // One spine: ECMP has one choice, so the routes translate; every replica's cross-rail
