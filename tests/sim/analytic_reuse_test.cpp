@@ -7,7 +7,6 @@
 // data-parallel shortcut), with the reuse actually taken where it applies.
 #include <gtest/gtest.h>
 
-#include <queue>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,60 +16,15 @@
 #include "sim/engine/analytic.hpp"
 #include "sim/engine/flow_network.hpp"
 #include "sim/pipeline/pipeline.hpp"
+#include "tests/support/flow_replay.hpp"
 #include "sim/report/step_report.hpp"
 
 namespace rm::engine {
 namespace {
 
-// Flows started at given times and run to their ends as the analytic engine
-// runs them ((time, seq) events; stale ends dropped by version): every rate
-// the network set, in order, and each flow's end; and the links that bound.
-struct Replay {
-  std::vector<double> rates, ends;
-  std::vector<char> binding;
-};
-struct Start {
-  double at;
-  std::vector<int> links;
-  double bytes;
-};
-Replay replay(std::vector<double> caps, const std::vector<Start>& flows) {
-  FlowNetwork net(std::move(caps));
-  struct Ev {
-    double t;
-    uint64_t seq;
-    int kind;  // 0 start (id = index into flows), 1 done (id = flow id)
-    int32_t id;
-    uint32_t version;
-    bool operator>(const Ev& o) const { return t != o.t ? t > o.t : seq > o.seq; }
-  };
-  std::priority_queue<Ev, std::vector<Ev>, std::greater<>> q;
-  uint64_t seq = 0;
-  for (size_t i = 0; i < flows.size(); ++i) q.push({flows[i].at, seq++, 0, int32_t(i), 0});
-  Replay out;
-  out.ends.assign(flows.size(), -1);
-  std::vector<size_t> owner;
-  while (!q.empty()) {
-    const Ev e = q.top();
-    q.pop();
-    if (e.kind == 1 && e.version != net.version(e.id)) continue;
-    if (e.kind == 0) {
-      const auto& f = flows[size_t(e.id)];
-      const int32_t id = net.start(f.links, f.bytes, e.t);
-      if (size_t(id) >= owner.size()) owner.resize(size_t(id) + 1);
-      owner[size_t(id)] = size_t(e.id);
-    } else {
-      out.ends[owner[size_t(e.id)]] = e.t;
-      net.finish(e.id, e.t);
-    }
-    for (int32_t g : net.rescheduled()) {
-      out.rates.push_back(net.rate(g));
-      q.push({net.end_time(g), seq++, 1, g, net.version(g)});
-    }
-  }
-  out.binding = net.binding();
-  return out;
-}
+using test::FlowReplay;
+using Start = test::FlowStart;
+FlowReplay replay(std::vector<double> caps, const std::vector<Start>& flows) { return test::replay_flows(std::move(caps), flows); }
 
 TEST(AnalyticReuse, RaisingLinksThatNeverBoundChangesNoRate) {
   std::mt19937_64 rng(7);
@@ -89,7 +43,7 @@ TEST(AnalyticReuse, RaisingLinksThatNeverBoundChangesNoRate) {
       if (links.empty()) links.push_back(int(rng() % uint64_t(L)));
       flows.push_back({double(rng() % 5), links, double(1 + rng() % 100)});
     }
-    const Replay base = replay(caps, flows);
+    const FlowReplay base = replay(caps, flows);
     std::vector<double> more = caps;
     for (int l = 0; l < L; ++l) {
       if (base.binding[size_t(l)]) {
@@ -99,7 +53,7 @@ TEST(AnalyticReuse, RaisingLinksThatNeverBoundChangesNoRate) {
       more[size_t(l)] *= 1 + double(rng() % 4);  // x1 (equal) to x4
       ++raised;
     }
-    const Replay again = replay(more, flows);
+    const FlowReplay again = replay(more, flows);
     ASSERT_EQ(again.rates, base.rates) << "trial " << trial;
     ASSERT_EQ(again.ends, base.ends) << "trial " << trial;
   }
@@ -111,7 +65,7 @@ TEST(AnalyticReuse, RaisingLinksThatNeverBoundChangesNoRate) {
 // can change the rates (so a lowered capacity always reruns).
 TEST(AnalyticReuse, LoweringALinkThatNeverBoundCanChangeRates) {
   // Flow 0 over links 0 (10 B/s, binding) and 1 (100 B/s, not): lowered to 5, link 1 binds.
-  const Replay base = replay({10, 100}, {{0, {0, 1}, 100}});
+  const FlowReplay base = replay({10, 100}, {{0, {0, 1}, 100}});
   EXPECT_EQ(base.binding, (std::vector<char>{1, 0}));
   EXPECT_NE(replay({10, 5}, {{0, {0, 1}, 100}}).ends, base.ends);
 }

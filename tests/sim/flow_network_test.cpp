@@ -6,51 +6,19 @@
 
 #include <algorithm>
 #include <map>
-#include <queue>
 #include <random>
 
 #include "sim/engine/flow_network.hpp"
+#include "tests/support/flow_replay.hpp"
 
 namespace rm::engine {
 namespace {
 
-// Runs flows to completion the way the analytic engine does: (time, seq)
-// events, an event stale unless its version is the flow's.
+// The engine's way of running flows to their ends (tests/support/flow_replay.hpp).
 struct Run {
-  struct Start {
-    double at;
-    std::vector<int> links;
-    double bytes;
-  };
+  using Start = test::FlowStart;
   static std::vector<double> end_times(std::vector<double> caps, const std::vector<Start>& flows) {
-    FlowNetwork net(std::move(caps));
-    struct Ev {
-      double t;
-      uint64_t seq;
-      int kind;  // 0 start (id = index into flows), 1 done (id = flow id)
-      int32_t id;
-      uint32_t version;
-      bool operator>(const Ev& o) const { return t != o.t ? t > o.t : seq > o.seq; }
-    };
-    std::priority_queue<Ev, std::vector<Ev>, std::greater<>> q;
-    uint64_t seq = 0;
-    for (size_t i = 0; i < flows.size(); ++i) q.push({flows[i].at, seq++, 0, int32_t(i), 0});
-    std::vector<double> end(flows.size(), -1);
-    std::map<int32_t, size_t> owner;
-    while (!q.empty()) {
-      const Ev e = q.top();
-      q.pop();
-      if (e.kind == 1 && e.version != net.version(e.id)) continue;
-      if (e.kind == 0) {
-        const auto& f = flows[size_t(e.id)];
-        owner[net.start(f.links, f.bytes, e.t)] = size_t(e.id);
-      } else {
-        end[owner[e.id]] = e.t;
-        net.finish(e.id, e.t);
-      }
-      for (int32_t g : net.rescheduled()) q.push({net.end_time(g), seq++, 1, g, net.version(g)});
-    }
-    return end;
+    return test::replay_flows(std::move(caps), flows).ends;
   }
 };
 

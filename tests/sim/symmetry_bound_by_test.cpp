@@ -14,24 +14,20 @@
 #include "sim/config/config_store.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/report/bound_by.hpp"
+#include "tests/support/symmetry_cases.hpp"
 
 namespace rm::report {
 namespace {
 
-Experiment load(std::vector<std::string> sets) {
-  std::vector<std::string> all{"workload.seq_len=16384", "model.layers=2"};
-  all.insert(all.end(), sets.begin(), sets.end());
-  return load_experiment(ConfigStore{}, "", all);
-}
+Experiment load(const std::vector<std::string>& sets) { return test::symmetry_experiment(sets); }
+using test::joined;
 
 void near(double a, double b, const std::string& what) {
   EXPECT_NEAR(a, b, 1e-9 * std::max(std::abs(a), std::abs(b)) + 1e-15) << what;
 }
 
 void expect_same_bound_by(const std::vector<std::string>& sets) {
-  std::string joined;
-  for (const auto& x : sets) joined += x + " ";
-  SCOPED_TRACE(joined);
+  SCOPED_TRACE(joined(sets));
   const Experiment e = load(sets);
   pipeline::Session session;
   std::string why;

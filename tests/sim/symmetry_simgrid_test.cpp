@@ -25,17 +25,15 @@
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/schedule/schedule_error.hpp"
 #include "sim/schedule/validate.hpp"
+#include "tests/support/symmetry_cases.hpp"
 
 namespace rm::engine {
 namespace {
 
 constexpr double kRelTol = 1e-12;
 
-Experiment load(std::vector<std::string> sets) {
-  std::vector<std::string> all{"workload.seq_len=16384", "model.layers=2"};
-  all.insert(all.end(), sets.begin(), sets.end());
-  return load_experiment(ConfigStore{}, "", all);
-}
+Experiment load(const std::vector<std::string>& sets) { return test::symmetry_experiment(sets); }
+using test::joined;
 
 std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -46,9 +44,7 @@ bool close(double a, double b) { return std::fabs(a - b) <= kRelTol * std::max(s
 
 // Full SimGrid run vs one replica on SimGrid: replica 0's ops take the same times.
 void expect_same(const std::vector<std::string>& sets) {
-  std::string what;
-  for (const auto& x : sets) what += x + " ";
-  SCOPED_TRACE(what);
+  SCOPED_TRACE(joined(sets));
   const Experiment e = load(sets);
   pipeline::Session session;
   const schedule::Schedule full = session.schedule(e);

@@ -22,21 +22,14 @@
 #include "sim/schedule/schedule_error.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "sim/schedule/validate.hpp"
+#include "tests/support/symmetry_cases.hpp"
 
 namespace rm::engine {
 namespace {
 
-Experiment load(std::vector<std::string> sets) {
-  std::vector<std::string> all{"workload.seq_len=16384", "model.layers=2"};
-  all.insert(all.end(), sets.begin(), sets.end());
-  return load_experiment(ConfigStore{}, "", all);
-}
+Experiment load(const std::vector<std::string>& sets) { return test::symmetry_experiment(sets); }
+using test::joined;
 
-std::string joined(const std::vector<std::string>& sets) {
-  std::string s;
-  for (const auto& x : sets) s += x + " ";
-  return s;
-}
 
 // Full simulation vs one replica: identical, op for op.
 void expect_exact(const std::vector<std::string>& sets) {

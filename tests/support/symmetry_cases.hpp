@@ -1,0 +1,26 @@
+// Shared by the data-parallel shortcut's tests (analytic, SimGrid, bound_by):
+// the default experiment at 16K tokens and 2 layers, then the case's overrides,
+// and the overrides as one line for SCOPED_TRACE.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/config/config_store.hpp"
+#include "sim/config/experiment.hpp"
+
+namespace rm::test {
+
+inline Experiment symmetry_experiment(const std::vector<std::string>& sets) {
+  std::vector<std::string> all{"workload.seq_len=16384", "model.layers=2"};
+  all.insert(all.end(), sets.begin(), sets.end());
+  return load_experiment(ConfigStore{}, "", all);
+}
+
+inline std::string joined(const std::vector<std::string>& sets) {
+  std::string s;
+  for (const auto& x : sets) s += x + " ";
+  return s;
+}
+
+}  // namespace rm::test
