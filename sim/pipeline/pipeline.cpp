@@ -101,14 +101,22 @@ LoadedSchedule load_schedule_file(const std::string& path, const ConfigStore& st
   return {std::move(s), std::move(e)};
 }
 
-Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::EngineKind kind) {
-  return simulate_schedule(e, std::move(s), topology::Topology(e.cluster), kind);
+Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::EngineKind kind, WithTimeline timeline) {
+  return simulate_schedule(e, std::move(s), topology::Topology(e.cluster), kind, timeline);
 }
 
 Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const topology::Topology& topo,
-                             engine::EngineKind kind) {
+                             engine::EngineKind kind, WithTimeline timeline) {
   const schedule::RunPlan plan(s);
   const cost::CostModel cost = cost::CostModel::for_experiment(e);
+  if (timeline == WithTimeline::no && s.symmetry.replicas == 1) {
+    engine::OpTimes times = kind == engine::EngineKind::analytic ? engine::run_analytic(s, plan, topo, cost)
+                                                                  : engine::run_simgrid(s, plan, topo, cost);
+    const report::ReportPrep prep(e, s, plan, engine::timeline_edges(s, plan));
+    const report::OpSpans spans{std::move(times.start), std::move(times.end), {}};
+    report::StepReport rep = report::fast_step_report(e, s, plan, prep, spans, topo, cost);
+    return {std::move(s), {}, std::move(rep)};
+  }
   traces::Timeline tl = engine::simulate(s, plan, topo, cost, kind);
   tl.metadata["experiment"] = e.name;
   report::StepReport rep = report::make_step_report(e, s, tl);

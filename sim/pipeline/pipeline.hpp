@@ -62,14 +62,21 @@ void check_report_plausible(const report::StepReport& r, const std::string& path
 
 struct Simulation {
   schedule::Schedule schedule;
-  traces::Timeline timeline;  // metadata names the experiment
+  traces::Timeline timeline;  // metadata names the experiment; empty when built without one
   report::StepReport report;
 };
+// Whether simulate_schedule builds the Timeline. Without one the report comes
+// straight from the engine's op times (report::fast_step_report, the sweep's
+// path: the same figures, tests/sim/fast_report_test.cpp), which saves building
+// an event per op. A one-replica Schedule (the data-parallel shortcut) always
+// takes the Timeline path: its bound_by plans the spanning collectives there.
+enum class WithTimeline { yes, no };
 // Runs a Schedule of `e` through an engine, on e's topology and CostModel, and reports on it.
-Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::EngineKind kind);
+Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::EngineKind kind,
+                             WithTimeline timeline = WithTimeline::yes);
 // The same on a Topology already built from e.cluster (Session::simulate builds it once per run).
 Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const topology::Topology& topo,
-                             engine::EngineKind kind);
+                             engine::EngineKind kind, WithTimeline timeline = WithTimeline::yes);
 
 // What generate_step reads, as a string: equal keys give identical Schedules
 // (up to Schedule::experiment, which records the experiment verbatim). The

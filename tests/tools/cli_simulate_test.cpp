@@ -108,6 +108,38 @@ TEST(CliSimulate, TraceIsChromeJsonAndDeterministic) {
   std::filesystem::remove_all(dir);
 }
 
+// Without --trace, simulate reports from the engine's op times and builds no
+// Timeline (pipeline::WithTimeline::no); with it, from the Timeline it writes.
+// The printed report must not depend on which: JSON and table, byte for byte.
+TEST(CliSimulate, TheReportIsTheSameWithAndWithoutATrace) {
+  const auto dir = temp_dir("rm_cli_notrace");
+  for (const std::string& sets :
+       {kSmall, kSmall + " --engine simgrid", kSmall + " --set parallel.partition=stripe --set parallel.ring=hierarchical",
+        std::string(" --set cluster=h200-1x8 --set parallel.cp=4 --set parallel.hp=2 --set workload.seq_len=16k"
+                    " --set model.layers=2 --set scope=step"),
+        std::string(" --set cluster.nodes=2 --set parallel.cp=4 --set parallel.dp=4 --set parallel.zero_stage=3"
+                    " --set workload.seq_len=16k --set model.layers=2 --set scope=step")}) {
+    for (const std::string& form : {std::string(" --json"), std::string("")}) {
+      const auto plain = run_cli("simulate" + form + sets, dir.string());
+      const auto traced = run_cli("simulate" + form + sets + " --trace t.json", dir.string());
+      ASSERT_EQ(plain.exit_code, 0) << sets << ": " << plain.err;
+      ASSERT_EQ(traced.exit_code, 0) << sets << ": " << traced.err;
+      std::string expect = traced.out;
+      if (form.empty()) {  // the table's last line names the trace file
+        const auto at = expect.find("\nTimeline written to");
+        ASSERT_NE(at, std::string::npos) << expect;
+        expect.erase(at, expect.find('\n', at + 1) - at + 1);
+      } else {  // so does the JSON's "trace" key; every other value is printed as it was read
+        auto j = nlohmann::json::parse(expect);
+        ASSERT_EQ(j.erase("trace"), 1u);
+        expect = j.dump(2) + "\n";
+      }
+      EXPECT_TRUE(plain.out == expect) << sets << form;  // (not EXPECT_EQ: the outputs are long)
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliSimulate, ScheduleFileRoundTripGivesTheSameStep) {
   const auto dir = temp_dir("rm_cli_sched");
   auto w = run_cli("schedule --json -o step.json.gz" + kSmall, dir.string());
