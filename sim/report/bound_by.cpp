@@ -47,13 +47,15 @@ std::string link_kind(const topology::Topology& t, const topology::Link& l) {
 
 namespace {
 
-// One transfer as the report sees it: bytes between two GPUs within [t0, t1].
+// One transfer as the report sees it: bytes between two GPUs within [t0, t1],
+// and under the data-parallel shortcut the same in every other replica.
 struct Flow {
-  int32_t route = -1;  // index into LinkTraffic::routes
+  int32_t routes = -1;  // route set: index into LinkTraffic::route_sets / replicas
   double bytes = 0, t0 = 0, t1 = 0;
   Phase phase = Phase::forward;
-  bool critical = false;
-  bool ring = false;  // of a ring-step op (step >= 0)
+  bool critical = false;  // replica 0's (a call spanning replicas: every replica's)
+  bool spanning = false;  // of a call spanning replicas
+  bool ring = false;      // of a ring-step op (step >= 0)
 };
 
 // The transfers of a step: one per matched send/recv pair, one per (sender,
@@ -61,7 +63,8 @@ struct Flow {
 // runs once both sides are posted (the later start; a call's once all its
 // members are) and ends by the earlier end of the ops it touches (each ends
 // with its last transfer). Those of ops without times are left out.
-// Each distinct GPU pair's route goes into tr.routes once.
+// Each distinct GPU pair's route goes into tr.routes once, in first use
+// (replica 0's, then its translates').
 std::vector<Flow> flows(const schedule::Schedule& s, const topology::Topology& t, const core::FlowPlan& fp,
                         const OpSpans& times, const std::vector<char>& on_path, core::LinkTraffic& tr) {
   // Per call: every member has times, when the last was posted, and whether one is on the critical path.
@@ -78,28 +81,35 @@ std::vector<Flow> flows(const schedule::Schedule& s, const topology::Topology& t
   }
   std::vector<Flow> out;
   out.reserve(fp.flows.size());
-  // Routes by rank pair, the last one kept: a rank's consecutive sends mostly go to one peer.
-  int last_src = -1, last_dst = -1, last_k = -1, last_dst_k = -1;
-  int32_t last = -1;
-  std::unordered_map<uint64_t, int32_t> index;  // (src gpu << 32 | dst gpu) -> tr.routes
   // A replica-symmetric Schedule: every transfer also runs in each other replica, on GPUs translated by k replicas.
-  const int replicas = s.symmetry.replicas, shift = s.symmetry.ranks_per_replica;
+  const int replicas = std::max(1, s.symmetry.replicas), shift = s.symmetry.ranks_per_replica;
+  tr.replicas = replicas;
   auto gpu = [&](int rank, int k) {
     const int g = s.ranks[size_t(rank)].gpu;
     return k == 0 ? g : (g + k * shift) % (replicas * shift);
   };
-  auto route = [&](int src_rank, int dst_rank, int k, int dst_k) {
-    if (src_rank != last_src || dst_rank != last_dst || k != last_k || dst_k != last_dst_k) {
-      last_src = src_rank, last_dst = dst_rank, last_k = k, last_dst_k = dst_k;
-      const int a = gpu(src_rank, k), b = gpu(dst_rank, k + dst_k);
-      auto [it, fresh] = index.try_emplace(uint64_t(uint32_t(a)) << 32 | uint32_t(b), int32_t(tr.routes.size()));
-      if (fresh) {
-        const topology::Route& r = t.route(a, b);
-        tr.routes.push_back({a, b, r.links, r.inter_node});
-      }
-      last = it->second;
+  std::unordered_map<uint64_t, int32_t> route_of;  // (src gpu << 32 | dst gpu) -> tr.routes
+  auto route = [&](int a, int b) {
+    auto [it, fresh] = route_of.try_emplace(uint64_t(uint32_t(a)) << 32 | uint32_t(b), int32_t(tr.routes.size()));
+    if (fresh) {
+      const topology::Route& r = t.route(a, b);
+      tr.routes.push_back({a, b, r.links, r.inter_node});
     }
-    return last;
+    return it->second;
+  };
+  // Route sets by (src rank, dst rank, dst replica offset), the last one kept: a
+  // rank's consecutive sends mostly go to one peer.
+  std::unordered_map<uint64_t, int32_t> set_of;
+  uint64_t last_key = ~uint64_t(0);
+  int32_t last = -1;
+  auto route_set = [&](int src_rank, int dst_rank, int dst_k) {
+    const uint64_t key = (uint64_t(src_rank) * s.ranks.size() + uint64_t(dst_rank)) * uint64_t(replicas) + uint64_t(dst_k);
+    if (key == last_key) return last;
+    last_key = key;
+    auto [it, fresh] = set_of.try_emplace(key, int32_t(tr.route_sets.size() / size_t(replicas)));
+    if (fresh)
+      for (int k = 0; k < replicas; ++k) tr.route_sets.push_back(route(gpu(src_rank, k), gpu(dst_rank, k + dst_k)));
+    return last = it->second;
   };
   for (const core::FlowTemplate& f : fp.flows) {
     const size_t a = size_t(f.a), b = size_t(f.b);
@@ -115,11 +125,7 @@ std::vector<Flow> flows(const schedule::Schedule& s, const topology::Topology& t
       critical = call_critical[size_t(f.call)];
     }
     const double t1 = std::max(t0, std::min(times.end[a], times.end[b]));
-    // Replica k's translate runs at the same times; only replica 0's ops are on the critical
-    // path, except that a call spanning replicas is one call whichever replica's transfer it is.
-    for (int k = 0; k < replicas; ++k)
-      out.push_back({route(f.src_rank, f.dst_rank, k, f.dst_replica), f.bytes, t0, t1, f.phase,
-                     critical && (k == 0 || f.spanning), f.ring});
+    out.push_back({route_set(f.src_rank, f.dst_rank, f.dst_replica), f.bytes, t0, t1, f.phase, critical, f.spanning, f.ring});
   }
   return out;
 }
@@ -326,23 +332,32 @@ LinkTraffic link_traffic(const schedule::Schedule& s, const FlowPlan& fp, const 
   for (auto& u : tr.uses) u.assign(tr.links, 0);
   // In start order, so each link's busy time is a running merge of its transfers' intervals.
   const std::vector<Flow> fl = flows(s, t, fp, times, on_path, tr);
+  // A transfer's translates follow it (replica k after k - 1): the order of
+  // every replica's transfers sorted by (start, replica 0's order, k).
+  const size_t R = size_t(tr.replicas);
   for (const uint32_t i : start_order(fl)) {
     const Flow& f = fl[i];
-    const LinkTraffic::RouteUse& r = tr.routes[size_t(f.route)];
-    if (r.links.empty() || f.bytes <= 0) continue;
-    const size_t c = r.inter_node ? 1 : 0;
-    tr.class_bytes[c] += f.bytes;
-    for (int id : r.links) {
-      LinkAcc& a = tr.acc[size_t(id)];
-      a.bytes += f.bytes;
-      a.phase_bytes[size_t(f.phase)] += f.bytes;
-      a.busy.add(f.t0, f.t1);
-      a.phase_busy[size_t(f.phase)].add(f.t0, f.t1);
-      if (f.critical) a.critical.add(f.t0, f.t1);
-      if (f.ring) a.ring_bytes += f.bytes, a.ring.add(f.t0, f.t1);
-      tr.uses[c][size_t(id)] = 1;
+    if (f.bytes <= 0) continue;
+    bool counted = false;
+    for (size_t k = 0; k < R; ++k) {
+      const LinkTraffic::RouteUse& r = tr.routes[size_t(tr.route_sets[size_t(f.routes) * R + k])];
+      if (r.links.empty()) continue;
+      const size_t c = r.inter_node ? 1 : 0;
+      const bool critical = f.critical && (k == 0 || f.spanning);
+      tr.class_bytes[c] += f.bytes;
+      for (int id : r.links) {
+        LinkAcc& a = tr.acc[size_t(id)];
+        a.bytes += f.bytes;
+        a.phase_bytes[size_t(f.phase)] += f.bytes;
+        a.busy.add(f.t0, f.t1);
+        a.phase_busy[size_t(f.phase)].add(f.t0, f.t1);
+        if (critical) a.critical.add(f.t0, f.t1);
+        if (f.ring) a.ring_bytes += f.bytes, a.ring.add(f.t0, f.t1);
+        tr.uses[c][size_t(id)] = 1;
+      }
+      counted = true;
     }
-    tr.counted.emplace_back(f.route, f.bytes);
+    if (counted) tr.counted.emplace_back(f.routes, f.bytes);
   }
   tr.phases = phase_bounds(phases, cp);
   return tr;
@@ -393,8 +408,13 @@ BoundBy bound_by(const LinkTraffic& tr, const topology::Topology& t, const cost:
       if (rate[size_t(id)] < rate[size_t(slowest)]) slowest = id;  // the first on ties, in route order
     slowest_kind[k] = kind_id[size_t(slowest)];
   }
-  for (const auto& [route, bytes] : tr.counted)  // in the transfers' start order, as the sums always ran
-    cls[tr.routes[size_t(route)].inter_node ? 1 : 0].capped[slowest_kind[size_t(route)]] += bytes;
+  const size_t R = size_t(tr.replicas);
+  for (const auto& [set, bytes] : tr.counted)  // in the transfers' start order, as the sums always ran
+    for (size_t k = 0; k < R; ++k) {
+      const size_t route = size_t(tr.route_sets[size_t(set) * R + k]);
+      if (tr.routes[route].links.empty()) continue;  // not counted (link_traffic)
+      cls[tr.routes[route].inter_node ? 1 : 0].capped[slowest_kind[route]] += bytes;
+    }
   for (size_t i = 0; i < links.size(); ++i) {
     const LinkAcc& a = acc[i];
     if (a.bytes <= 0) continue;

@@ -107,7 +107,13 @@ struct LinkTraffic {
   std::vector<LinkAcc> acc;      // per link
   std::array<double, 2> class_bytes{};       // intra-node, inter-node
   std::array<std::vector<char>, 2> uses;     // per class and link: some route of the class crosses it
-  std::vector<std::pair<int32_t, double>> counted;  // the transfers counted, in start order: route, bytes
+  // A replica-symmetric Schedule's transfer runs in every replica on translated
+  // GPUs: each transfer names a route set, the routes of replica 0's and of its
+  // translates, `replicas` entries each (one with no shortcut), so a translate
+  // costs 4 bytes here rather than a transfer record of its own.
+  int replicas = 1;
+  std::vector<int32_t> route_sets;                  // [set * replicas + k]: index into routes
+  std::vector<std::pair<int32_t, double>> counted;  // the transfers counted, in start order: route set, bytes
   std::vector<PhaseBound> phases;
 };
 LinkTraffic link_traffic(const schedule::Schedule& s, const FlowPlan& fp, const OpSpans& times, PhaseIntervals& phases,
