@@ -14,6 +14,11 @@
 #include "sim/config/config_store.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/report/bound_by.hpp"
+#include "sim/report/fast_report.hpp"
+#include "sim/engine/analytic.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/cost/cost_model.hpp"
+#include "sim/schedule/run_driver.hpp"
 #include "tests/support/symmetry_cases.hpp"
 
 namespace rm::report {
@@ -115,6 +120,45 @@ TEST(SymmetryBoundBy, NeedsTheReplicatedPlanner) {
   EXPECT_THROW(bound_by(*one, sim.timeline, session.topology(e), cost::CostModel::for_experiment(e),
                         sim.report.critical_path, sim.report.imbalance.step_measured),
                std::invalid_argument);
+}
+
+// What bound_by keeps of a shortcut run grows with one replica, not with dp:
+// replica 0's transfers, each naming a route set of its translates' routes (a
+// record per translate took the 4,096-GPU step to 20 GB). Same figures as the
+// Timeline path, which the tests above hold to the full run.
+TEST(SymmetryBoundBy, TranslatesAreRouteSetsNotRecordsOfTheirOwn) {
+  const Experiment e = load({"scope=attention_fwd_bwd", "parallel.dp=4", "parallel.cp=4"});
+  pipeline::Session session;
+  std::string why;
+  auto one = session.one_replica_schedule(e, why);
+  ASSERT_TRUE(one.has_value()) << why;
+  const schedule::Schedule& s = *one;
+  const int R = s.symmetry.replicas;
+  ASSERT_EQ(R, 4);
+  const schedule::RunPlan plan(s);
+  const topology::Topology& topo = session.topology(e);
+  const cost::CostModel cost = cost::CostModel::for_experiment(e);
+  engine::OpTimes times = engine::run_analytic(s, plan, topo, cost);
+  const ReportPrep prep(e, s, plan, engine::timeline_edges(s, plan));
+  const OpSpans spans{std::move(times.start), std::move(times.end), {}};
+  TimedParts kept;
+  const StepReport fast = fast_step_report(e, s, plan, prep, spans, topo, cost, true, &kept);
+  ASSERT_TRUE(kept.has_traffic);
+  const core::LinkTraffic& tr = kept.traffic;
+  EXPECT_EQ(tr.replicas, R);
+  ASSERT_FALSE(tr.counted.empty());
+  EXPECT_LE(tr.counted.size(), prep.flows.flows.size());  // at most one per replica-0 transfer
+  ASSERT_EQ(tr.route_sets.size() % size_t(R), 0u);
+  for (const auto& [set, bytes] : tr.counted) ASSERT_LT(size_t(set) * size_t(R), tr.route_sets.size());
+  // The translates are on other GPUs: a set's routes are distinct.
+  for (size_t set = 0; set * size_t(R) < tr.route_sets.size(); ++set)
+    for (int k = 1; k < R; ++k) EXPECT_NE(tr.route_sets[set * size_t(R)], tr.route_sets[set * size_t(R) + size_t(k)]);
+  const auto slow = pipeline::simulate_schedule(e, s, topo, engine::EngineKind::analytic, pipeline::WithTimeline::yes);
+  ASSERT_TRUE(fast.bound_by && slow.report.bound_by);
+  EXPECT_EQ(brief(*fast.bound_by), brief(*slow.report.bound_by));
+  ASSERT_EQ(fast.bound_by->links.size(), slow.report.bound_by->links.size());
+  for (size_t i = 0; i < fast.bound_by->links.size(); ++i)
+    EXPECT_EQ(fast.bound_by->links[i].bytes, slow.report.bound_by->links[i].bytes) << fast.bound_by->links[i].name;
 }
 
 }  // namespace
