@@ -35,12 +35,10 @@ void expect_same_bound_by(const std::vector<std::string>& sets) {
   SCOPED_TRACE(joined(sets));
   const Experiment e = load(sets);
   pipeline::Session session;
-  std::string why;
-  auto one = session.one_replica_schedule(e, why);
-  ASSERT_TRUE(one.has_value()) << why;
-  ASSERT_GT(one->symmetry.replicas, 1);
+  schedule::Schedule one = test::one_replica(session, e);
+  ASSERT_GT(one.symmetry.replicas, 1);
   const auto full = pipeline::simulate_schedule(e, session.schedule(e), session.topology(e), engine::EngineKind::analytic);
-  const auto fold = pipeline::simulate_schedule(e, std::move(*one), session.topology(e), engine::EngineKind::analytic);
+  const auto fold = pipeline::simulate_schedule(e, std::move(one), session.topology(e), engine::EngineKind::analytic);
   ASSERT_TRUE(full.report.bound_by && fold.report.bound_by);
   const BoundBy& a = *full.report.bound_by;
   const BoundBy& b = *fold.report.bound_by;
@@ -113,11 +111,9 @@ TEST(SymmetryBoundBy, AttentionScopesAndSteps) {
 TEST(SymmetryBoundBy, NeedsTheReplicatedPlanner) {
   const Experiment e = load({"scope=step", "parallel.dp=2", "parallel.cp=4"});
   pipeline::Session session;
-  std::string why;
-  auto one = session.one_replica_schedule(e, why);
-  ASSERT_TRUE(one.has_value()) << why;
-  const auto sim = pipeline::simulate_schedule(e, *one, session.topology(e), engine::EngineKind::analytic);
-  EXPECT_THROW(bound_by(*one, sim.timeline, session.topology(e), cost::CostModel::for_experiment(e),
+  const schedule::Schedule one = test::one_replica(session, e);
+  const auto sim = pipeline::simulate_schedule(e, one, session.topology(e), engine::EngineKind::analytic);
+  EXPECT_THROW(bound_by(one, sim.timeline, session.topology(e), cost::CostModel::for_experiment(e),
                         sim.report.critical_path, sim.report.imbalance.step_measured),
                std::invalid_argument);
 }
@@ -129,10 +125,7 @@ TEST(SymmetryBoundBy, NeedsTheReplicatedPlanner) {
 TEST(SymmetryBoundBy, TranslatesAreRouteSetsNotRecordsOfTheirOwn) {
   const Experiment e = load({"scope=attention_fwd_bwd", "parallel.dp=4", "parallel.cp=4"});
   pipeline::Session session;
-  std::string why;
-  auto one = session.one_replica_schedule(e, why);
-  ASSERT_TRUE(one.has_value()) << why;
-  const schedule::Schedule& s = *one;
+  const schedule::Schedule s = test::one_replica(session, e);
   const int R = s.symmetry.replicas;
   ASSERT_EQ(R, 4);
   const schedule::RunPlan plan(s);
