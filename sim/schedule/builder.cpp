@@ -62,7 +62,7 @@ OpId ScheduleBuilder::add_op(Op op) {
 }
 
 OpId ScheduleBuilder::compute(int rank, int stream_id, OpKind kind, Where where, ComputeCost cost,
-                              std::vector<OpId> deps) {
+                              DepList deps) {
   if (!is_compute(kind)) bad(fmt::format("compute: {} is not a compute kind", to_string(kind)));
   Op op;
   op.rank = rank;
@@ -239,6 +239,10 @@ void ScheduleBuilder::set_gemm(OpId op, const Gemm& g) {
 
 Schedule ScheduleBuilder::build() && {
   validate(s_);
+  // Growth by doubling leaves up to half the op array unused, and the engines
+  // allocate their own per-op state next to it: give the slack back (a move of
+  // the ops, no reallocation of their dependencies).
+  if (s_.ops.capacity() > s_.ops.size() + s_.ops.size() / 4) s_.ops.shrink_to_fit();
   return std::move(s_);
 }
 

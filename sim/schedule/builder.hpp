@@ -93,8 +93,9 @@ class ScheduleBuilder {
   void set_spans_replicas(int group) { s_.groups.at(static_cast<size_t>(group)).spans_replicas = true; }
 
   OpId add_op(Op op);  // op.id is assigned; everything else is taken as given
+  void reserve_ops(size_t n) { s_.ops.reserve(n); }  // a generator that knows its op count
   OpId compute(int rank, int stream, OpKind kind, Where where, ComputeCost cost,
-               std::vector<OpId> deps = {});
+               DepList deps = {});
   void add_dep(OpId op, OpId dep);
   void add_deps(OpId op, std::span<const OpId> deps);
 

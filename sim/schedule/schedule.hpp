@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/schedule/dep_list.hpp"
+
 namespace rm::schedule {
 
 using OpId = int64_t;
@@ -202,11 +204,11 @@ struct Op {
   // communication descriptors
   int peer = -1;           // send: receiver; recv: sender; broadcast: root; else -1
   int group = -1;          // collectives: the group; else -1
-  int64_t tag = 0;         // separates otherwise identical p2p pairs / collective calls
-  std::vector<OpId> deps;  // ops on the same rank that must end before this starts
   // data descriptors: -1 when absent
   int32_t access = -1;  // index into Schedule::accesses
   int32_t detail = -1;  // attn_fwd/attn_bwd: Schedule::attentions; gemm: Schedule::gemms
+  int64_t tag = 0;      // separates otherwise identical p2p pairs / collective calls
+  DepList deps;         // ops on the same rank that must end before this starts
   // cost descriptors
   double flops = 0.0;      // useful FLOPs the op performs
   int64_t blocks = 0;      // attention kernel tiles (Bq x Bk) computed; 0 when not tiled

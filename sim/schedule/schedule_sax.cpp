@@ -405,7 +405,7 @@ Template read_template(Text& t) {
       case 8:
         t.array([&] {
           if (tm.ops.size() == n) not_taken();
-          std::vector<OpId>& deps = tm.ops.emplace_back().deps;
+          DepList& deps = tm.ops.emplace_back().deps;
           t.array([&] { deps.push_back(t.integer(-1, static_cast<int64_t>(n) - 1)); });
         });
         if (tm.ops.size() != n) not_taken();

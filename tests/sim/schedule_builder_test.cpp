@@ -36,6 +36,28 @@ TEST(ScheduleBuilder, BuildsRanksStreamsAndGroups) {
   EXPECT_EQ(s.generator, "test");
 }
 
+// The built op array keeps at most a quarter of slack, whatever the count:
+// doubling growth alone would leave up to half of it unused.
+TEST(ScheduleBuilder, BuiltOpsKeepLittleUnusedCapacityAndTheirDependencies) {
+  for (int n : {1, 2, 3, 5, 17, 1000, 1025, 4097}) {
+    ScheduleBuilder b;
+    b.add_rank(0);
+    b.add_stream(0, StreamKind::compute);
+    for (int i = 0; i < n; ++i) {
+      DepList deps;
+      for (int k = 1; k <= i % 4 && k <= i; ++k) deps.push_back(i - k);
+      b.compute(0, 0, OpKind::gemm, {Phase::forward, 0, -1}, {1.0, 0, 1}, deps);
+    }
+    const Schedule s = std::move(b).build();
+    ASSERT_EQ(s.ops.size(), size_t(n));
+    EXPECT_LE(s.ops.capacity(), s.ops.size() + s.ops.size() / 4) << n;
+    for (int i = 0; i < n; ++i) {
+      ASSERT_EQ(s.ops[size_t(i)].deps.size(), size_t(std::min(i % 4, i))) << i;
+      for (size_t k = 0; k < s.ops[size_t(i)].deps.size(); ++k) EXPECT_EQ(s.ops[size_t(i)].deps[k], i - 1 - OpId(k));
+    }
+  }
+}
+
 TEST(ScheduleBuilder, P2PMakesAMatchedPair) {
   ScheduleBuilder b;
   for (int r = 0; r < 2; ++r) b.add_rank(r), b.add_stream(r, StreamKind::comm_intra);

@@ -28,6 +28,9 @@ schedule::Schedule ring_schedule(const RingSpec& spec) {
     std::iota(all.begin(), all.end(), 0);
     world = b.add_group(all, "world");
   }
+  // compute ops every step, a send and a receive per rank on all but the last
+  const int collectives = spec.all_reduce_every > 0 ? (spec.steps - 1) / spec.all_reduce_every : 0;
+  b.reserve_ops(size_t(n) * (3 * size_t(spec.steps) - 2) + size_t(n) * size_t(collectives));
   std::vector<OpId> last_recv(static_cast<size_t>(n), -1);
   for (int k = 0; k < spec.steps; ++k) {
     std::vector<OpId> recv(static_cast<size_t>(n), -1), send(static_cast<size_t>(n), -1);

@@ -107,7 +107,7 @@ struct OpBytes {
 OpBytes op_bytes(const schedule::Schedule& s) {
   const auto n = static_cast<double>(s.ops.size());
   size_t deps = 0, tables = vec_bytes(s.accesses) + vec_bytes(s.attentions) + vec_bytes(s.gemms) + vec_bytes(s.token_sets);
-  for (const auto& op : s.ops) deps += vec_bytes(op.deps);
+  for (const auto& op : s.ops) deps += chunk(op.deps.heap_bytes());
   for (const auto& a : s.accesses) tables += vec_bytes(a.reads) + vec_bytes(a.writes);
   for (const auto& t : s.token_sets) tables += vec_bytes(t.runs);
   return {double(vec_bytes(s.ops)) / n, double(deps) / n, double(tables) / n};

@@ -143,10 +143,10 @@ double seconds_since(clock_type::time_point t0) {
 }
 
 // Bytes the Schedule's op records take, per op, including dependency storage
-// (the Op struct and whatever per-op arrays the Schedule keeps).
+// (the Op struct with its in-place dependencies, and any that spill to the heap).
 double schedule_bytes_per_op(const rm::schedule::Schedule& s) {
   size_t bytes = s.ops.capacity() * sizeof(rm::schedule::Op);
-  for (const auto& op : s.ops) bytes += op.deps.capacity() * sizeof(rm::schedule::OpId);
+  for (const auto& op : s.ops) bytes += op.deps.heap_bytes();
   return double(bytes) / double(s.ops.size());
 }
 
