@@ -179,9 +179,16 @@ const sparsity::SparsityModel& Session::patterns(const Experiment& e) {
   if (it == patterns_.end()) {
     ++pattern_builds_;
     it = patterns_.emplace(key, build_patterns(e)).first;
+    it->second.set_threads(threads_);
   }
   check_kernel_runs(e, it->second);  // the cached patterns may have been built for another kernel
   return it->second;
+}
+
+void Session::set_threads(int threads) {
+  threads_ = threads;
+  work_.set_threads(threads);
+  for (auto& [key, model] : patterns_) model.set_threads(threads);
 }
 
 const topology::Topology& Session::topology(const Experiment& e) {

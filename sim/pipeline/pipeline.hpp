@@ -126,6 +126,11 @@ class Session {
                                     const report::Progress& progress = {});
 
   placement::WorkCache& work() { return work_; }
+  // Threads the per-head work of one experiment may use: drawing a layer's
+  // patterns and counting their pair costs (default 1: a sweep's or plan's
+  // workers each hold a Session and already fill the cores). Results do not
+  // depend on it; `simulate`, `schedule` and `imbalance` pass default_threads().
+  void set_threads(int threads);
   int64_t pattern_builds() const { return pattern_builds_; }
   int64_t schedule_builds() const { return schedule_builds_; }  // by run_point
   int64_t engine_runs_reused() const { return reuse_.reused(); }  // run_point's analytic runs skipped
@@ -135,6 +140,7 @@ class Session {
   std::map<std::string, topology::Topology> topologies_;     // by Topology::key
   placement::WorkCache work_;
   int64_t pattern_builds_ = 0;
+  int threads_ = 1;
   struct Prepared {
     std::string key;
     schedule::Schedule schedule;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/config/parallel_for.hpp"
 #include "sim/placement/context_partition.hpp"
 
 namespace rm::placement {
@@ -56,19 +57,34 @@ std::vector<sparsity::TileCost> WorkCache::head_rank_pairs(const sparsity::Spars
   const auto bytes = static_cast<int64_t>(n * sizeof(sparsity::TileCost));
   const size_t id = intern(ranks);
   std::vector<sparsity::TileCost> sum(n);
+  // The shard's distinct patterns not counted yet, in head order, are counted
+  // first, on threads_ threads (each into its own slot: the counts do not
+  // depend on the thread count); then kept or not, and summed, in head order.
+  std::vector<const sparsity::HeadPattern*> missing;
+  for (int h = hs.first_head; h < hs.first_head + hs.heads; ++h) {
+    const sparsity::HeadPattern* p = &m.head(layer, h);
+    if (!pairs_.contains(PairKey{p, id, shape.bq, shape.bk}) && std::find(missing.begin(), missing.end(), p) == missing.end())
+      missing.push_back(p);
+  }
+  std::vector<std::vector<sparsity::TileCost>> counted(missing.size());
+  parallel_for(missing.size(), threads_,
+               [&](size_t i) { counted[i] = sparsity::pair_costs(*missing[i], partitions_[id], shape); });
   // Over budget, a shard's distinct patterns are counted once for this call only.
   std::map<const sparsity::HeadPattern*, std::vector<sparsity::TileCost>> local;
-  for (int h = hs.first_head; h < hs.first_head + hs.heads; ++h) {
-    const sparsity::HeadPattern& p = m.head(layer, h);
-    const std::vector<sparsity::TileCost>* c = nullptr;
-    if (auto it = pairs_.find(PairKey{&p, id, shape.bq, shape.bk}); it != pairs_.end()) c = &it->second;
-    else if (auto lt = local.find(&p); lt != local.end()) c = &lt->second;
-    else if (matrix_bytes_ + bytes <= matrix_budget_) c = &pair_costs(p, partitions_[id], shape);
-    else {
-      ++pair_cost_builds_;
-      c = &local.emplace(&p, sparsity::pair_costs(p, partitions_[id], shape)).first->second;
+  for (size_t i = 0; i < missing.size(); ++i) {
+    ++pair_cost_builds_;
+    if (matrix_bytes_ + bytes <= matrix_budget_) {
+      pairs_.emplace(PairKey{missing[i], id, shape.bq, shape.bk}, std::move(counted[i]));
+      matrix_bytes_ += bytes;
+    } else {
+      local.emplace(missing[i], std::move(counted[i]));
     }
-    for (size_t i = 0; i < n; ++i) sum[i] += (*c)[i];
+  }
+  for (int h = hs.first_head; h < hs.first_head + hs.heads; ++h) {
+    const sparsity::HeadPattern* p = &m.head(layer, h);
+    const auto it = pairs_.find(PairKey{p, id, shape.bq, shape.bk});
+    const std::vector<sparsity::TileCost>& c = it != pairs_.end() ? it->second : local.at(p);
+    for (size_t i = 0; i < n; ++i) sum[i] += c[i];
   }
   return sum;
 }

@@ -46,6 +46,9 @@ class WorkCache {
   // Bytes of pair-cost matrices head_rank_pairs may keep (pair_costs() always keeps).
   int64_t matrix_budget() const { return matrix_budget_; }
   void set_matrix_budget(int64_t bytes) { matrix_budget_ = bytes; }
+  // Threads head_rank_pairs counts a shard's new patterns on (default 1; a sweep's
+  // workers keep 1, as they already fill the cores). The counts do not depend on it.
+  void set_threads(int threads) { threads_ = threads; }
   int64_t matrix_bytes() const { return matrix_bytes_; }
 
  private:
@@ -60,6 +63,7 @@ class WorkCache {
   int64_t pair_cost_builds_ = 0;
   int64_t matrix_budget_ = int64_t(1) << 30;
   int64_t matrix_bytes_ = 0;
+  int threads_ = 1;
 };
 
 }  // namespace rm::placement

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "sim/config/json_reader.hpp"
+#include "sim/config/parallel_for.hpp"
 #include "sim/sparsity/document_lengths.hpp"
 #include "sim/sparsity/index_file.hpp"
 #include "sim/sparsity/vs_generator.hpp"
@@ -30,7 +31,7 @@ SparsityModel::SparsityModel(std::string name, int layers, int heads, int64_t se
 }
 
 SparsityModel::SparsityModel(std::string name, int layers, int heads, int64_t seq_len, bool dynamic, bool sparse, bool causal,
-                             std::function<Heads(int)> build)
+                             std::function<Heads(int, int)> build)
     : name_(std::move(name)), layers_(layers), heads_(heads), seq_len_(seq_len), dynamic_(dynamic), build_(std::move(build)),
       declared_(true), sparse_(sparse), causal_(causal) {
   built_.assign(static_cast<size_t>(std::max(layers_, 0)), 0);
@@ -47,7 +48,7 @@ void SparsityModel::merge(std::shared_ptr<const HeadPattern>& p) const {
 void SparsityModel::build_layer(int layer) const {
   auto& done = built_[static_cast<size_t>(layer)];
   if (done) return;
-  Heads got = build_(layer);
+  Heads got = build_(layer, threads_);
   if (got.size() != static_cast<size_t>(heads_)) throw std::logic_error("SparsityModel: a layer builder returned the wrong head count");
   for (int h = 0; h < heads_; ++h) {
     auto& slot = patterns_[static_cast<size_t>(layer) * static_cast<size_t>(heads_) + static_cast<size_t>(h)];
@@ -157,7 +158,7 @@ std::vector<std::pair<int64_t, int64_t>> deal_budgets(const JsonReader& r, const
 
 // The heads of one layer, built on demand (SparsityModel's lazy form): each
 // layer draws from its own seeds, so any order of layers gives the same heads.
-std::function<Patterns(int)> top_p(const JsonReader& r, const PatternContext& ctx, const VsShape& shape) {
+std::function<Patterns(int, int)> top_p(const JsonReader& r, const PatternContext& ctx, const VsShape& shape) {
   const JsonReader t = r.object("top_p");
   const int64_t max_v = t.integer_or("max_vertical", 0, kUnbounded, 4096);
   const int64_t max_s = t.integer_or("max_slash", 0, kUnbounded, 4096);
@@ -170,27 +171,29 @@ std::function<Patterns(int)> top_p(const JsonReader& r, const PatternContext& ct
   const auto layer = layer_sparsity_profile(ctx.layers, lo, hi, mean, ctx.seed);
   const int heads = ctx.heads;
   const uint64_t seed = ctx.seed;
-  return [=](int l) {
-    Patterns out;
+  return [=](int l, int threads) {
     // Heads of a layer differ (lognormal weights of mean 1) but average to the layer's density.
+    // The layer's own draws come first, in head order; then each head draws from its own seed,
+    // so the heads may be built on any number of threads.
     Rng rng(mix_seed(seed, static_cast<uint64_t>(l), 0x7e1, 0));
     std::lognormal_distribution<double> w(0.0, spread);
     std::uniform_real_distribution<double> mix(0.5, 1.5);
-    std::vector<double> weight(static_cast<size_t>(heads));
+    std::vector<double> weight(static_cast<size_t>(heads)), head_share(static_cast<size_t>(heads));
     for (auto& x : weight) x = w(rng);
+    for (auto& x : head_share) x = std::min(1.0, share * mix(rng));
     const double norm = std::accumulate(weight.begin(), weight.end(), 0.0) / heads;
-    for (int h = 0; h < heads; ++h) {
+    Patterns out(static_cast<size_t>(heads));
+    parallel_for(out.size(), threads, [&](size_t h) {
       Rng head_rng(mix_seed(seed, static_cast<uint64_t>(l), static_cast<uint64_t>(h), 0x70b));
-      const double density = std::min(1.0, (1.0 - layer[static_cast<size_t>(l)]) * weight[static_cast<size_t>(h)] / norm);
-      const double head_share = std::min(1.0, share * mix(rng));
-      out.push_back(std::make_shared<const HeadPattern>(density_head(head_rng, shape, density, head_share, max_v, max_s)));
-    }
+      const double density = std::min(1.0, (1.0 - layer[static_cast<size_t>(l)]) * weight[h] / norm);
+      out[h] = std::make_shared<const HeadPattern>(density_head(head_rng, shape, density, head_share[h], max_v, max_s));
+    });
     return out;
   };
 }
 
 // Top-p heads come back as a per-layer builder in `lazy` (and no patterns).
-Patterns vertical_slash(const JsonReader& r, const PatternContext& ctx, std::function<Patterns(int)>& lazy) {
+Patterns vertical_slash(const JsonReader& r, const PatternContext& ctx, std::function<Patterns(int, int)>& lazy) {
   VsShape shape;
   shape.seq_len = ctx.seq_len;
   shape.sink_tokens = r.has("sink_tokens") ? r.size("sink_tokens", 0, kUnbounded) : 30;
@@ -234,7 +237,7 @@ SparsityModel build_sparsity(const nlohmann::json& spec, const std::string& sour
   const std::string kind = r.one_of("kind", kKinds);
   const bool dynamic = r.boolean_or("dynamic", false);
   Patterns patterns;
-  std::function<Patterns(int)> lazy;
+  std::function<Patterns(int, int)> lazy;
   if (kind == "dense_causal") patterns = all_same(ctx, HeadPattern::dense_causal());
   else if (kind == "dense_full") patterns = all_same(ctx, HeadPattern::dense_full());
   else if (kind == "sliding_window") patterns = all_same(ctx, HeadPattern::sliding_window(r.size("window_tokens", 1, kUnbounded)));

@@ -33,8 +33,11 @@ class SparsityModel {
   // layer then draws one layer's heads, not 36). build(l) returns layer l's
   // heads and must not depend on which layers were built before; `sparse`
   // and `causal` are what sparse() and causal() would find over every head.
+  // build(l, threads) may spread layer l's heads over `threads` threads (set_threads).
   SparsityModel(std::string name, int layers, int heads, int64_t seq_len, bool dynamic, bool sparse, bool causal,
-                std::function<Heads(int layer)> build);
+                std::function<Heads(int layer, int threads)> build);
+  // Threads a lazy layer's heads are built on (default 1); the heads do not depend on it.
+  void set_threads(int threads) { threads_ = threads; }
 
   const std::string& name() const { return name_; }
   int layers() const { return layers_; }
@@ -69,7 +72,8 @@ class SparsityModel {
   // the canonical object).
   void build_layer(int layer) const;
   void merge(std::shared_ptr<const HeadPattern>& p) const;
-  std::function<Heads(int)> build_;
+  std::function<Heads(int, int)> build_;
+  int threads_ = 1;
   bool declared_ = false, sparse_ = false, causal_ = true;  // flags given by a lazy builder
   mutable std::vector<char> built_;
   mutable std::unordered_map<uint64_t, Heads> seen_;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/config/parallel_for.hpp"
 #include "sim/generate/footprint.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/placement/attention_kind.hpp"
@@ -67,6 +68,7 @@ void run(const Options& o) {
   ProgressLine progress(!o.exp.json);
   progress.update("building the sparsity pattern", 0, 1);
   pipeline::Session session;
+  session.set_threads(default_threads());
   const auto& model = session.patterns(e);
   const ImbalanceReport rep =
       session.imbalance(e, parts, [&](const std::string& what, int d, int t) { progress.update(what, d, t); });

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/config/parallel_for.hpp"
 #include "sim/generate/footprint.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/schedule/schedule_file.hpp"
@@ -27,6 +28,7 @@ void run(const Options& o) {
   ProgressLine progress(!o.exp.json);
   progress.update("building the sparsity pattern", 0, 3);
   pipeline::Session session;
+  session.set_threads(default_threads());
   session.patterns(e);
   progress.update("generating the schedule", 1, 3);
   const schedule::Schedule s = session.schedule(e);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/config/parallel_for.hpp"
 #include "sim/generate/footprint.hpp"
 #include "sim/generate/generate.hpp"
 #include "sim/pipeline/pipeline.hpp"
@@ -51,6 +52,7 @@ void run(const Options& o) {
   } else {
     e = o.exp.load();
     pipeline::Session session;
+    session.set_threads(default_threads());
     bool one = false;
     if (o.symmetry == "dp") {  // the data-parallel shortcut (docs/engines.md, "Replica symmetry")
       symmetry_line = generate::replica_refusal(e, session.topology(e));
