@@ -1,6 +1,10 @@
 #include "sim/pipeline/pipeline.hpp"
 
 #include <algorithm>
+#include <exception>
+#include <optional>
+#include <system_error>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -101,20 +105,48 @@ LoadedSchedule load_schedule_file(const std::string& path, const ConfigStore& st
   return {std::move(s), std::move(e)};
 }
 
-Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::EngineKind kind, WithTimeline timeline) {
-  return simulate_schedule(e, std::move(s), topology::Topology(e.cluster), kind, timeline);
+Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::EngineKind kind, WithTimeline timeline,
+                             int threads) {
+  return simulate_schedule(e, std::move(s), topology::Topology(e.cluster), kind, timeline, threads);
 }
 
 Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const topology::Topology& topo,
-                             engine::EngineKind kind, WithTimeline timeline) {
+                             engine::EngineKind kind, WithTimeline timeline, int threads) {
   const schedule::RunPlan plan(s);
   const cost::CostModel cost = cost::CostModel::for_experiment(e);
   if (timeline == WithTimeline::no && s.symmetry.replicas == 1) {
-    engine::OpTimes times = kind == engine::EngineKind::analytic ? engine::run_analytic(s, plan, topo, cost)
-                                                                  : engine::run_simgrid(s, plan, topo, cost);
-    const report::ReportPrep prep(e, s, plan, engine::timeline_edges(s, plan));
+    // The report's preparation reads the Schedule and the plan only, so it runs
+    // beside the engine, which keeps the calling thread (SimGrid's contexts
+    // belong to the thread that started it).
+    std::optional<report::ReportPrep> prep;
+    std::exception_ptr prep_error;
+    auto prepare = [&] {
+      try {
+        prep.emplace(e, s, plan, engine::timeline_edges(s, plan));
+      } catch (...) {
+        prep_error = std::current_exception();
+      }
+    };
+    std::thread helper;
+    if (threads > 1) {
+      try {
+        helper = std::thread(prepare);
+      } catch (const std::system_error&) {  // no thread to be had: prepare after the engine
+      }
+    }
+    engine::OpTimes times;
+    try {
+      times = kind == engine::EngineKind::analytic ? engine::run_analytic(s, plan, topo, cost)
+                                                   : engine::run_simgrid(s, plan, topo, cost);
+    } catch (...) {
+      if (helper.joinable()) helper.join();
+      throw;
+    }
+    if (helper.joinable()) helper.join();
+    else prepare();
+    if (prep_error) std::rethrow_exception(prep_error);
     const report::OpSpans spans{std::move(times.start), std::move(times.end), {}};
-    report::StepReport rep = report::fast_step_report(e, s, plan, prep, spans, topo, cost);
+    report::StepReport rep = report::fast_step_report(e, s, plan, *prep, spans, topo, cost);
     return {std::move(s), {}, std::move(rep)};
   }
   traces::Timeline tl = engine::simulate(s, plan, topo, cost, kind);

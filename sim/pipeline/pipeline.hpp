@@ -72,11 +72,14 @@ struct Simulation {
 // takes the Timeline path: its bound_by plans the spanning collectives there.
 enum class WithTimeline { yes, no };
 // Runs a Schedule of `e` through an engine, on e's topology and CostModel, and reports on it.
+// threads > 1: without a Timeline, what the report reads of the Schedule alone
+// (report::ReportPrep) is prepared on a second thread while the engine runs; the
+// report is the same.
 Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::EngineKind kind,
-                             WithTimeline timeline = WithTimeline::yes);
+                             WithTimeline timeline = WithTimeline::yes, int threads = 1);
 // The same on a Topology already built from e.cluster (Session::simulate builds it once per run).
 Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const topology::Topology& topo,
-                             engine::EngineKind kind, WithTimeline timeline = WithTimeline::yes);
+                             engine::EngineKind kind, WithTimeline timeline = WithTimeline::yes, int threads = 1);
 
 // What generate_step reads, as a string: equal keys give identical Schedules
 // (up to Schedule::experiment, which records the experiment verbatim). The

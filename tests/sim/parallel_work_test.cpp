@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/pipeline/pipeline.hpp"
+#include "sim/report/step_report.hpp"
 #include "sim/placement/device_map.hpp"
 #include "tests/support/generate_support.hpp"
 
@@ -88,6 +89,19 @@ TEST(ParallelWork, PairCostsImbalanceAndScheduleDoNotDependOnTheThreadCount) {
   EXPECT_TRUE(s1.attentions == s3.attentions);
   EXPECT_TRUE(one.imbalance(e, {Partition::stripe, Partition::balanced}) ==
               three.imbalance(e, {Partition::stripe, Partition::balanced}));
+}
+
+// The report prepared beside the engine is the report prepared after it, on both engines.
+TEST(ParallelWork, ASimulationReportsTheSameWithItsPreparationOnASecondThread) {
+  const Experiment e = topp({"scope=layer"});
+  pipeline::Session session;
+  const schedule::Schedule s = session.schedule(e);
+  for (const auto kind : {engine::EngineKind::analytic, engine::EngineKind::simgrid}) {
+    const auto one = pipeline::simulate_schedule(e, s, kind, pipeline::WithTimeline::no, 1);
+    const auto two = pipeline::simulate_schedule(e, s, kind, pipeline::WithTimeline::no, 2);
+    EXPECT_GT(one.report.step_time_s, 0.0);
+    EXPECT_EQ(report::to_json(one.report).dump(), report::to_json(two.report).dump());
+  }
 }
 
 }  // namespace

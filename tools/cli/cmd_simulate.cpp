@@ -78,7 +78,8 @@ void run(const Options& o) {
   progress.update(fmt::format("simulating {} ops ({})", in.ops.size(), o.engine), 2, 3);
   // The Timeline is built only to be written: the report is the same without it.
   pipeline::Simulation sim = pipeline::simulate_schedule(
-      e, std::move(in), *kind, o.trace.empty() ? pipeline::WithTimeline::no : pipeline::WithTimeline::yes);
+      e, std::move(in), *kind, o.trace.empty() ? pipeline::WithTimeline::no : pipeline::WithTimeline::yes,
+      default_threads());
   const schedule::Schedule& s = sim.schedule;
   const report::StepReport& rep = sim.report;
   if (!o.schedule_file.empty()) pipeline::check_report_plausible(rep, o.schedule_file);
