@@ -114,7 +114,7 @@ Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const to
                              engine::EngineKind kind, WithTimeline timeline, int threads) {
   const schedule::RunPlan plan(s);
   const cost::CostModel cost = cost::CostModel::for_experiment(e);
-  if (timeline == WithTimeline::no && s.symmetry.replicas == 1) {
+  if (timeline == WithTimeline::no) {
     // The report's preparation reads the Schedule and the plan only, so it runs
     // beside the engine, which keeps the calling thread (SimGrid's contexts
     // belong to the thread that started it).
@@ -122,7 +122,9 @@ Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const to
     std::exception_ptr prep_error;
     auto prepare = [&] {
       try {
-        prep.emplace(e, s, plan, engine::timeline_edges(s, plan));
+        // Under the data-parallel shortcut bound_by plans a group spanning replicas
+        // for all its members, as the engine does (engine::plan_replicated).
+        prep.emplace(e, s, plan, engine::timeline_edges(s, plan), &engine::plan_replicated);
       } catch (...) {
         prep_error = std::current_exception();
       }

@@ -167,6 +167,60 @@ std::vector<uint32_t> start_order(const std::vector<Flow>& fl) {
   return order;
 }
 
+// Under the data-parallel shortcut most links carry one replica's transfers
+// only: a link inside replica k's nodes sees exactly the translates of what its
+// image in replica 0 sees, in the same order. Such a link's sums and unions are
+// its image's, figure for figure, except `critical` (only replica 0's and the
+// spanning calls' transfers are on the critical path), so they are copied from
+// it instead of accumulated once per translate. copy_of[l] is that image, or -1
+// where l must be accumulated (replica 0's links, links shared by translates,
+// links whose translate pairing is not one to one). The proof is a count: every
+// use of l by the k-th translate of a route set pairs (by route position) with
+// its replica-0 route's use of copy_of[l], one per transfer; equal use counts
+// make that pairing a bijection, so both see the same transfers.
+std::vector<int32_t> translate_copies(const core::LinkTraffic& tr, const std::vector<Flow>& fl) {
+  const size_t R = size_t(tr.replicas), sets = tr.route_sets.size() / std::max<size_t>(R, 1);
+  std::vector<int32_t> copy_of(tr.links, -1);
+  if (R <= 1) return copy_of;
+  std::vector<int64_t> uses_of_set(sets, 0);  // transfers with bytes naming each route set
+  for (const Flow& f : fl)
+    if (f.bytes > 0) ++uses_of_set[size_t(f.routes)];
+  constexpr int32_t kNone = -1, kConflict = -2;
+  std::vector<int32_t> image(tr.links, kNone), replica(tr.links, kNone);  // per link: its pairing, the k using it
+  std::vector<int64_t> uses(tr.links, 0);
+  std::vector<char> translated(tr.links, 0);  // used by some translate (k >= 1)
+  auto pair_with = [&](int l, int32_t img, int32_t k) {
+    int32_t& i = image[size_t(l)];
+    int32_t& r = replica[size_t(l)];
+    if (i == kNone) i = img, r = k;
+    else if (i != img || r != k) i = kConflict;
+  };
+  for (size_t set = 0; set < sets; ++set) {
+    const int64_t n = uses_of_set[set];
+    if (n == 0) continue;
+    const auto& base = tr.routes[size_t(tr.route_sets[set * R])].links;
+    for (size_t k = 0; k < R; ++k) {
+      const auto& links = tr.routes[size_t(tr.route_sets[set * R + k])].links;
+      for (size_t p = 0; p < links.size(); ++p) {
+        const int l = links[p];
+        uses[size_t(l)] += n;
+        if (k == 0) {
+          pair_with(l, l, 0);
+          continue;
+        }
+        translated[size_t(l)] = 1;
+        pair_with(l, links.size() == base.size() ? base[p] : kConflict, int32_t(k));
+      }
+    }
+  }
+  for (size_t l = 0; l < tr.links; ++l) {
+    const int32_t img = image[l];
+    if (img < 0 || replica[l] <= 0 || translated[size_t(img)] || uses[l] != uses[size_t(img)]) continue;
+    copy_of[l] = img;
+  }
+  return copy_of;
+}
+
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
 using Interval = std::pair<double, double>;
@@ -335,29 +389,58 @@ LinkTraffic link_traffic(const schedule::Schedule& s, const FlowPlan& fp, const 
   // A transfer's translates follow it (replica k after k - 1): the order of
   // every replica's transfers sorted by (start, replica 0's order, k).
   const size_t R = size_t(tr.replicas);
+  const std::vector<int32_t> copy_of = translate_copies(tr, fl);
+  // Per route: every link of it is a copy (its translate uses need no visit unless critical).
+  std::vector<char> all_copies(tr.routes.size(), 0);
+  for (size_t k = 0; k < tr.routes.size(); ++k) {
+    const auto& links = tr.routes[k].links;
+    all_copies[k] = !links.empty() && std::all_of(links.begin(), links.end(), [&](int l) { return copy_of[size_t(l)] >= 0; });
+  }
   for (const uint32_t i : start_order(fl)) {
     const Flow& f = fl[i];
     if (f.bytes <= 0) continue;
     bool counted = false;
     for (size_t k = 0; k < R; ++k) {
-      const LinkTraffic::RouteUse& r = tr.routes[size_t(tr.route_sets[size_t(f.routes) * R + k])];
+      const size_t route = size_t(tr.route_sets[size_t(f.routes) * R + k]);
+      const LinkTraffic::RouteUse& r = tr.routes[route];
       if (r.links.empty()) continue;
       const size_t c = r.inter_node ? 1 : 0;
       const bool critical = f.critical && (k == 0 || f.spanning);
       tr.class_bytes[c] += f.bytes;
+      counted = true;
+      if (all_copies[route] && !critical) continue;
       for (int id : r.links) {
         LinkAcc& a = tr.acc[size_t(id)];
+        if (copy_of[size_t(id)] >= 0) {  // its image's figures, copied below; its critical union is its own
+          if (critical) a.critical.add(f.t0, f.t1);
+          continue;
+        }
         a.bytes += f.bytes;
         a.phase_bytes[size_t(f.phase)] += f.bytes;
         a.busy.add(f.t0, f.t1);
         a.phase_busy[size_t(f.phase)].add(f.t0, f.t1);
         if (critical) a.critical.add(f.t0, f.t1);
         if (f.ring) a.ring_bytes += f.bytes, a.ring.add(f.t0, f.t1);
-        tr.uses[c][size_t(id)] = 1;
       }
-      counted = true;
     }
     if (counted) tr.counted.emplace_back(f.routes, f.bytes);
+  }
+  for (size_t l = 0; l < tr.links; ++l) {
+    if (copy_of[l] < 0) continue;
+    const Run critical = tr.acc[l].critical;
+    tr.acc[l] = tr.acc[size_t(copy_of[l])];
+    tr.acc[l].critical = critical;
+  }
+  // Which links each traffic class crosses: those of every route a transfer with bytes used.
+  std::vector<char> used_set(tr.route_sets.size() / std::max<size_t>(R, 1), 0);
+  for (const Flow& f : fl)
+    if (f.bytes > 0) used_set[size_t(f.routes)] = 1;
+  for (size_t set = 0; set < used_set.size(); ++set) {
+    if (!used_set[set]) continue;
+    for (size_t k = 0; k < R; ++k) {
+      const LinkTraffic::RouteUse& r = tr.routes[size_t(tr.route_sets[set * R + k])];
+      for (int id : r.links) tr.uses[r.inter_node ? 1 : 0][size_t(id)] = 1;
+    }
   }
   tr.phases = phase_bounds(phases, cp);
   return tr;

@@ -58,7 +58,8 @@ Outcome simulate_point(const Experiment& e, const EvaluateOptions& o, pipeline::
     if (!one) return evaluate_one(e, o.engine, session, o.bound_by);
     out.ops = int64_t(one->ops.size());
     out.generator = one->generator;
-    out.report = pipeline::simulate_schedule(e, std::move(*one), session.topology(e), o.engine).report;
+    out.report =
+        pipeline::simulate_schedule(e, std::move(*one), session.topology(e), o.engine, pipeline::WithTimeline::no).report;
     out.one_replica = true;
     out.ok = true;
   } catch (const ConfigError& err) {

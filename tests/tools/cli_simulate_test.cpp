@@ -118,7 +118,13 @@ TEST(CliSimulate, TheReportIsTheSameWithAndWithoutATrace) {
         std::string(" --set cluster=h200-1x8 --set parallel.cp=4 --set parallel.hp=2 --set workload.seq_len=16k"
                     " --set model.layers=2 --set scope=step"),
         std::string(" --set cluster.nodes=2 --set parallel.cp=4 --set parallel.dp=4 --set parallel.zero_stage=3"
-                    " --set workload.seq_len=16k --set model.layers=2 --set scope=step")}) {
+                    " --set workload.seq_len=16k --set model.layers=2 --set scope=step"),
+        // The data-parallel shortcut: one replica simulated, its spanning gradient
+        // collectives planned for every member on both paths.
+        std::string(" --set cluster.nodes=2 --set parallel.cp=4 --set parallel.dp=4 --set parallel.zero_stage=3"
+                    " --set workload.seq_len=16k --set model.layers=2 --set scope=step --symmetry dp"),
+        std::string(" --set cluster.nodes=2 --set parallel.cp=2 --set parallel.dp=8 --set parallel.zero_stage=1"
+                    " --set workload.seq_len=16k --set model.layers=2 --set scope=step --symmetry dp --engine simgrid")}) {
     for (const std::string& form : {std::string(" --json"), std::string("")}) {
       const auto plain = run_cli("simulate" + form + sets, dir.string());
       const auto traced = run_cli("simulate" + form + sets + " --trace t.json", dir.string());
