@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <queue>
@@ -232,24 +233,35 @@ class Sim final : public schedule::RunBackend {
 
   void start_collective(int64_t c) override {
     CallRun& run = st_.calls[static_cast<size_t>(c)];
-    begin_call(s_, p_.run, c, run, st_.xfers);
+    begin_call(s_, p_.run, c, run, st_.xfers, st_.shapes);
     if (xfers_left_.empty()) xfers_left_.assign(st_.calls.size(), 0);
-    xfers_left_[static_cast<size_t>(c)] = static_cast<int64_t>(run.plan.size());
+    xfers_left_[static_cast<size_t>(c)] = static_cast<int64_t>(run.plan().size());
     const auto& members = p_.run.match.calls[static_cast<size_t>(c)];
+    if (route_ids_of_call_.empty()) route_ids_of_call_.assign(st_.calls.size(), nullptr);
+    auto& ids = call_routes_[{s_.ops[static_cast<size_t>(members.front())].group, run.shape.get()}];
+    if (ids.empty()) ids.assign(run.plan().size(), -1);
+    route_ids_of_call_[static_cast<size_t>(c)] = &ids;
     for (size_t i = 0; i < members.size(); ++i)
       if (run.member_left[i] == 0) push(now_, Ev::op_done, members[i]);
-    for (size_t i = 0; i < run.plan.size(); ++i)
+    for (size_t i = 0; i < run.plan().size(); ++i)
       if (st_.xfers[static_cast<size_t>(run.base) + i].deps_left == 0) start_xfer(run, run.base + int64_t(i));
   }
 
   void start_xfer(const CallRun& run, int64_t x) {
-    const auto& pt = run.plan[static_cast<size_t>(st_.xfers[static_cast<size_t>(x)].local)];
-    const auto& members = p_.run.match.calls[static_cast<size_t>(st_.xfers[static_cast<size_t>(x)].call)];
-    auto gpu = [&](int m) {  // member m of the plan; in another replica for a spanning call (symmetry.hpp)
-      const int g = p_.gpu_of_rank[static_cast<size_t>(s_.ops[static_cast<size_t>(members[static_cast<size_t>(run.slot(m))])].rank)];
-      return run.fold > 0 ? sym_->translate(g, m / run.fold) : g;
-    };
-    start_transfer(route(gpu(pt.src), gpu(pt.dst)), pt.bytes, {x, -1});
+    const Xfer& xf = st_.xfers[static_cast<size_t>(x)];
+    const auto& pt = run.plan()[static_cast<size_t>(xf.local)];
+    const auto& members = p_.run.match.calls[static_cast<size_t>(xf.call)];
+    // Calls of one group and shape move between the same GPU pairs (members in
+    // group order): each transfer's route id is looked up once, not per call.
+    int32_t& r = (*route_ids_of_call_[static_cast<size_t>(xf.call)])[static_cast<size_t>(xf.local)];
+    if (r < 0) {
+      auto gpu = [&](int m) {  // member m of the plan; in another replica for a spanning call (symmetry.hpp)
+        const int g = p_.gpu_of_rank[static_cast<size_t>(s_.ops[static_cast<size_t>(members[static_cast<size_t>(run.slot(m))])].rank)];
+        return run.fold > 0 ? sym_->translate(g, m / run.fold) : g;
+      };
+      r = route(gpu(pt.src), gpu(pt.dst));
+    }
+    start_transfer(r, pt.bytes, {x, -1});
   }
 
   // A transfer first waits out its route's latency, then its bytes flow at the
@@ -313,17 +325,17 @@ class Sim final : public schedule::RunBackend {
     const Xfer xf = st_.xfers[static_cast<size_t>(x)];  // a copy: op_done may start calls and grow st_.xfers
     CallRun& run = st_.calls[static_cast<size_t>(xf.call)];
     const auto& members = p_.run.match.calls[static_cast<size_t>(xf.call)];
-    const auto& pt = run.plan[static_cast<size_t>(xf.local)];
+    const auto& pt = run.plan()[static_cast<size_t>(xf.local)];
     for (int m : {run.slot(pt.src), run.slot(pt.dst)})
       if (--run.member_left[static_cast<size_t>(m)] == 0) op_done(members[static_cast<size_t>(m)]);
-    for (int32_t i = run.dependents_begin[static_cast<size_t>(xf.local)];
-         i < run.dependents_begin[static_cast<size_t>(xf.local) + 1]; ++i) {
-      const int64_t d = run.base + run.dependents[static_cast<size_t>(i)];
+    for (int32_t i = run.shape->dependents_begin[static_cast<size_t>(xf.local)];
+         i < run.shape->dependents_begin[static_cast<size_t>(xf.local) + 1]; ++i) {
+      const int64_t d = run.base + run.shape->dependents[static_cast<size_t>(i)];
       if (--st_.xfers[static_cast<size_t>(d)].deps_left == 0) start_xfer(run, d);
     }
     // The call's last transfer: its plan is not read again (a world all-reduce under the
     // data-parallel shortcut keeps ~1M transfers; dozens of them would add up).
-    if (--xfers_left_[static_cast<size_t>(xf.call)] == 0) run.plan = {}, run.dependents = {}, run.dependents_begin = {};
+    if (--xfers_left_[static_cast<size_t>(xf.call)] == 0) run.shape.reset();
   }
 
   void op_done(OpId id) {
@@ -356,6 +368,8 @@ class Sim final : public schedule::RunBackend {
   FlowNetwork net_;
   double now_ = 0;
   std::unordered_map<uint64_t, int32_t> route_ids_;  // (src << 32 | dst) -> routes_ index
+  std::map<std::pair<int, const CallShape*>, std::vector<int32_t>> call_routes_;  // (group, shape): per transfer, its route (-1: not yet)
+  std::vector<std::vector<int32_t>*> route_ids_of_call_;  // per call in flight: its call_routes_ entry
   std::vector<RouteCost> routes_;
   std::vector<uint64_t> route_keys_;  // per routes_ entry: its (src << 32 | dst)
   std::vector<int> route_links_;

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
 #include <vector>
 
 #include "sim/cost/cost_model.hpp"
@@ -27,12 +30,22 @@ struct ExecPlan {
 // op's peer).
 std::vector<cost::PlannedTransfer> plan_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t call);
 
-// A collective call in flight, as both engines run it: its transfer plan, the
-// transfers waiting on each transfer (CSR), and how many transfers still touch
-// each member (a member's op ends with its last one).
-struct CallRun {
+// A call's transfer plan and what follows from it alone: the transfers waiting
+// on each transfer (CSR), each transfer's dependency count, and how many
+// transfers touch each member. It depends on the call's kind, size, bytes and
+// root only (and the replica count for a group spanning replicas), and a step
+// repeats a few shapes over hundreds of calls (every layer's gradient
+// collectives), so a run plans each shape once (CallShapes).
+struct CallShape {
   std::vector<cost::PlannedTransfer> plan;
   std::vector<int32_t> dependents_begin, dependents;
+  std::vector<int32_t> deps;         // per transfer: the plan's transfers it waits for
+  std::vector<int32_t> member_left;  // per member slot: the transfers touching it
+};
+// A collective call in flight, as both engines run it: its shape and how many
+// transfers still touch each member (a member's op ends with its last one).
+struct CallRun {
+  std::shared_ptr<const CallShape> shape;  // released after the call's last transfer
   std::vector<int32_t> member_left;
   int64_t base = 0;  // its transfers in the engine's transfer list from here
   // A call over a group spanning replicas (symmetry.hpp): its members in replica 0;
@@ -40,7 +53,10 @@ struct CallRun {
   // replica m / fold. 0: an ordinary call.
   int32_t fold = 0;
   int slot(int m) const { return fold > 0 ? m % fold : m; }
+  const std::vector<cost::PlannedTransfer>& plan() const { return shape->plan; }
 };
+// The shapes planned so far in one run, by (kind, members, replicas or 0, bytes, root).
+using CallShapes = std::map<std::tuple<int, int, int, int64_t, int>, std::shared_ptr<const CallShape>>;
 // One planned transfer of a call, as the engines queue it.
 struct Xfer {
   int64_t call;
@@ -48,9 +64,10 @@ struct Xfer {
   int32_t deps_left;  // transfers of the plan it still waits for
 };
 // Plans `call` into `run` (over all replicas' members for a group spanning replicas
-// in a replica-symmetric Schedule: plan_replicated) and appends its transfers to `xfers` (run.base is the first).
+// in a replica-symmetric Schedule: plan_replicated), reusing a shape of `shapes`
+// or adding it, and appends its transfers to `xfers` (run.base is the first).
 void begin_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t call, CallRun& run,
-                std::vector<Xfer>& xfers);
+                std::vector<Xfer>& xfers, CallShapes& shapes);
 
 // What both engines track beside the driver: op times (-1 until known), the
 // collective calls in flight and their transfers.
@@ -59,6 +76,7 @@ struct RunState {
   OpTimes times;
   std::vector<CallRun> calls;
   std::vector<Xfer> xfers;
+  CallShapes shapes;
 };
 
 }  // namespace rm::engine

@@ -90,13 +90,14 @@ class SgRun final : public schedule::RunBackend {
       if (op.kind == schedule::OpKind::send) pairs.insert({gpu(op.rank), gpu(op.peer)});
     // The calls of one group, kind and root move between the same GPU pairs: planned once.
     std::set<std::tuple<int, schedule::OpKind, int>> planned;
+    CallShapes shapes;
     for (size_t c = 0; c < match().calls.size(); ++c) {
       const Op& first = s_.ops[static_cast<size_t>(match().calls[c].front())];
       if (!planned.insert({first.group, first.kind, first.peer}).second) continue;
       CallRun run;
       std::vector<Xfer> xfers;
-      begin_call(s_, p_.run, static_cast<int64_t>(c), run, xfers);
-      for (const auto& x : run.plan) pairs.insert(xfer_gpus(c, run, x));
+      begin_call(s_, p_.run, static_cast<int64_t>(c), run, xfers, shapes);
+      for (const auto& x : run.plan()) pairs.insert(xfer_gpus(c, run, x));
     }
     std::vector<int32_t> weight(t_.links().size(), 0);  // folded: per representative, replicas / orbit size
     std::vector<std::pair<std::pair<int, int>, std::vector<int>>> routes;
@@ -235,14 +236,14 @@ class SgRun final : public schedule::RunBackend {
 
   void start_collective(int64_t c) override {
     CallRun& run = st_.calls[static_cast<size_t>(c)];
-    begin_call(s_, p_.run, c, run, st_.xfers);
+    begin_call(s_, p_.run, c, run, st_.xfers, st_.shapes);
     if (xfers_left_.empty()) xfers_left_.assign(st_.calls.size(), 0);
-    xfers_left_[static_cast<size_t>(c)] = static_cast<int64_t>(run.plan.size());
+    xfers_left_[static_cast<size_t>(c)] = static_cast<int64_t>(run.plan().size());
     const auto& members = match().calls[static_cast<size_t>(c)];
     // Start the ready transfers before finishing members without any: a
     // finish may start other calls and grow st_.xfers.
     const int64_t base = run.base;
-    const size_t count = run.plan.size();
+    const size_t count = run.plan().size();
     for (size_t i = 0; i < count; ++i)
       if (st_.xfers[static_cast<size_t>(base) + i].deps_left == 0) start_xfer(base + int64_t(i));
     for (size_t i = 0; i < members.size(); ++i)
@@ -252,7 +253,7 @@ class SgRun final : public schedule::RunBackend {
   void start_xfer(int64_t x) {
     const Xfer& xf = st_.xfers[static_cast<size_t>(x)];
     const CallRun& run = st_.calls[static_cast<size_t>(xf.call)];
-    const cost::PlannedTransfer& pt = run.plan[static_cast<size_t>(xf.local)];
+    const cost::PlannedTransfer& pt = run.plan()[static_cast<size_t>(xf.local)];
     const auto [src, dst] = xfer_gpus(static_cast<size_t>(xf.call), run, pt);
     start_transfer(src, dst, pt.bytes, Kind::xfer, x);
   }
@@ -263,16 +264,16 @@ class SgRun final : public schedule::RunBackend {
     const int64_t base = run.base;
     // Start the dependent transfers, then finish the members whose last
     // transfer this was (finishing may start other calls; run stays put).
-    for (int32_t i = run.dependents_begin[static_cast<size_t>(xf.local)];
-         i < run.dependents_begin[static_cast<size_t>(xf.local) + 1]; ++i) {
-      const int64_t d = base + run.dependents[static_cast<size_t>(i)];
+    for (int32_t i = run.shape->dependents_begin[static_cast<size_t>(xf.local)];
+         i < run.shape->dependents_begin[static_cast<size_t>(xf.local) + 1]; ++i) {
+      const int64_t d = base + run.shape->dependents[static_cast<size_t>(i)];
       if (--st_.xfers[static_cast<size_t>(d)].deps_left == 0) start_xfer(d);
     }
     const auto& members = match().calls[static_cast<size_t>(xf.call)];
-    const cost::PlannedTransfer pt = run.plan[static_cast<size_t>(xf.local)];
+    const cost::PlannedTransfer pt = run.plan()[static_cast<size_t>(xf.local)];
     // The call's last transfer: its plan is not read again (a world all-reduce under
     // the data-parallel shortcut plans ~1M transfers).
-    if (--xfers_left_[static_cast<size_t>(xf.call)] == 0) run.plan = {}, run.dependents = {}, run.dependents_begin = {};
+    if (--xfers_left_[static_cast<size_t>(xf.call)] == 0) run.shape.reset();
     for (int m : {run.slot(pt.src), run.slot(pt.dst)})
       if (--run.member_left[static_cast<size_t>(m)] == 0) finish(members[static_cast<size_t>(m)]);
   }

@@ -338,6 +338,16 @@ FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& ma
     if (peer < 0) continue;
     fp.flows.push_back({op.id, peer, -1, op.rank, s.ops[size_t(peer)].rank, double(op.bytes), op.phase, op.step >= 0});
   }
+  // A call's (sender, receiver) pairs depend on its kind, size, bytes and root
+  // only: a step repeats a few shapes over hundreds of calls (every layer's
+  // gradient collectives), and planning and sorting a 4,096-member call's plan
+  // per call was ~10% of a large symmetric plan search.
+  struct Pair {
+    int src, dst;
+    double bytes;
+  };
+  using Shape = std::tuple<int, int, int, int64_t, int>;  // kind, members, replicas (0: not spanning), bytes, root
+  std::map<Shape, std::vector<Pair>> shapes;
   std::vector<uint32_t> order;
   for (size_t c = 0; c < match.calls.size(); ++c) {
     const auto& call = match.calls[c];
@@ -353,21 +363,28 @@ FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& ma
     const bool spanning = s.symmetry.replicas > 1 && s.groups[size_t(first.group)].spans_replicas;
     if (spanning && !replicated)
       throw std::invalid_argument("bound_by: a replica-symmetric Schedule needs the replicated collective planner");
-    // Bytes per (sender, receiver): the plan's transfers sorted by pair, runs summed in plan order.
-    const auto plan = spanning ? replicated(first.kind, n, s.symmetry.replicas, double(first.bytes))
-                               : cost::CostModel::plan_collective(first.kind, n, double(first.bytes), root);
-    order.resize(plan.size());
-    for (size_t i = 0; i < plan.size(); ++i) order[i] = uint32_t(i);
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-      return std::pair{plan[x].src, plan[x].dst} < std::pair{plan[y].src, plan[y].dst};
-    });
-    for (size_t i = 0; i < order.size();) {
-      const int src = plan[order[i]].src, dst = plan[order[i]].dst;
-      double bytes = 0;
-      for (; i < order.size() && plan[order[i]].src == src && plan[order[i]].dst == dst; ++i) bytes += plan[order[i]].bytes;
-      const OpId a = call[size_t(src)], b = call[size_t(dst % n)];
-      fp.flows.push_back({a, b, int64_t(c), s.ops[size_t(a)].rank, s.ops[size_t(b)].rank, bytes, first.phase,
-                          first.step >= 0, dst / n, spanning});
+    auto [it, fresh] = shapes.try_emplace({int(first.kind), n, spanning ? s.symmetry.replicas : 0, first.bytes, root});
+    std::vector<Pair>& pairs = it->second;
+    if (fresh) {
+      // Bytes per (sender, receiver): the plan's transfers sorted by pair, runs summed in plan order.
+      const auto plan = spanning ? replicated(first.kind, n, s.symmetry.replicas, double(first.bytes))
+                                 : cost::CostModel::plan_collective(first.kind, n, double(first.bytes), root);
+      order.resize(plan.size());
+      for (size_t i = 0; i < plan.size(); ++i) order[i] = uint32_t(i);
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+        return std::pair{plan[x].src, plan[x].dst} < std::pair{plan[y].src, plan[y].dst};
+      });
+      for (size_t i = 0; i < order.size();) {
+        const int src = plan[order[i]].src, dst = plan[order[i]].dst;
+        double bytes = 0;
+        for (; i < order.size() && plan[order[i]].src == src && plan[order[i]].dst == dst; ++i) bytes += plan[order[i]].bytes;
+        pairs.push_back({src, dst, bytes});
+      }
+    }
+    for (const Pair& p : pairs) {
+      const OpId a = call[size_t(p.src)], b = call[size_t(p.dst % n)];
+      fp.flows.push_back({a, b, int64_t(c), s.ops[size_t(a)].rank, s.ops[size_t(b)].rank, p.bytes, first.phase,
+                          first.step >= 0, p.dst / n, spanning});
     }
   }
   fp.calls = match.calls;
