@@ -14,11 +14,19 @@ namespace rm::engine {
 using schedule::OpKind;
 
 ReplicaRoutes::ReplicaRoutes(const topology::Topology& t, const cost::CostModel& m, schedule::ReplicaSymmetry sym)
-    : t_(t), m_(m), replicas_(sym.replicas), shift_(sym.ranks_per_replica) {}
+    : t_(t),
+      m_(m),
+      replicas_(sym.replicas),
+      shift_(sym.ranks_per_replica),
+      image_(t.links().size(), -1),
+      preimage_(t.links().size(), -1) {}
 
+// Once per GPU pair a run uses (thousands under a world collective): flat
+// tables and reused scratch rather than maps and sets.
 std::string ReplicaRoutes::fold(int src, int dst, FoldedRoute& out) {
   out = {};
-  std::vector<std::vector<int>> r(static_cast<size_t>(replicas_));
+  auto& r = routes_;
+  r.resize(static_cast<size_t>(replicas_));
   for (int k = 0; k < replicas_; ++k) {
     const int a = translate(src, k), b = translate(dst, k);
     if (a >= t_.gpus() || b >= t_.gpus()) return fmt::format("GPU {} or {} is outside the cluster", a, b);
@@ -29,21 +37,25 @@ std::string ReplicaRoutes::fold(int src, int dst, FoldedRoute& out) {
   }
   const auto& links = t_.links();
   for (size_t i = 0; i < r[0].size(); ++i) {
-    std::set<int> orbit;
+    auto& orbit = orbit_;
+    orbit.clear();
     for (int k = 0; k < replicas_; ++k) {
       const int x = r[static_cast<size_t>(k)][i], y = r[static_cast<size_t>((k + 1) % replicas_)][i];
-      orbit.insert(x);
-      auto [it, fresh] = image_.try_emplace(x, y);
-      auto [jt, fresh_pre] = preimage_.try_emplace(y, x);
+      orbit.push_back(x);
+      int& img = image_[static_cast<size_t>(x)];
+      int& pre = preimage_[static_cast<size_t>(y)];
+      if (img < 0) img = y;
+      if (pre < 0) pre = x;
       const topology::Link &lx = links[static_cast<size_t>(x)], &ly = links[static_cast<size_t>(y)];
-      if (it->second != y || jt->second != x || m_.link_rate_Bps(lx) != m_.link_rate_Bps(ly) ||
-          lx.latency_us != ly.latency_us)
+      if (img != y || pre != x || m_.link_rate_Bps(lx) != m_.link_rate_Bps(ly) || lx.latency_us != ly.latency_us)
         return fmt::format("link {} of route {} -> {} does not translate onto one link of the same rate ({} or {})",
-                           lx.name, src, dst, links[static_cast<size_t>(it->second)].name, ly.name);
+                           lx.name, src, dst, links[static_cast<size_t>(img)].name, ly.name);
     }
+    std::sort(orbit.begin(), orbit.end());
+    const auto distinct = std::unique(orbit.begin(), orbit.end()) - orbit.begin();
     // Translates crossing the orbit's representative at this position: replicas / |orbit|.
-    const int rep = *orbit.begin();
-    const int32_t w = static_cast<int32_t>(replicas_ / static_cast<int>(orbit.size()));
+    const int rep = orbit.front();
+    const int32_t w = static_cast<int32_t>(replicas_ / static_cast<int>(distinct));
     out.path.push_back(rep), out.path_weights.push_back(w);
     auto at = std::find(out.links.begin(), out.links.end(), rep);
     if (at == out.links.end()) out.links.push_back(rep), out.weights.push_back(w);

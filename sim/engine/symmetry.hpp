@@ -17,7 +17,6 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/cost/cost_model.hpp"
@@ -51,7 +50,9 @@ class ReplicaRoutes {
   const topology::Topology& t_;
   const cost::CostModel& m_;
   int replicas_, shift_;
-  std::unordered_map<int, int> image_, preimage_;  // the link translation, as far as the routes define it
+  std::vector<int> image_, preimage_;  // per link: the link translation, as far as the routes define it (-1: not yet)
+  std::vector<std::vector<int>> routes_;  // fold's scratch: the route's translates
+  std::vector<int> orbit_;
 };
 
 // The transfers of a collective over a group spanning replicas (n members in replica
