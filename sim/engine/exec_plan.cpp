@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "sim/engine/symmetry.hpp"
+#include "sim/schedule/call_shape.hpp"
 
 namespace rm::engine {
 
@@ -22,14 +23,8 @@ ExecPlan::ExecPlan(const schedule::Schedule& s, const schedule::RunPlan& r, cons
 }
 
 std::vector<cost::PlannedTransfer> plan_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t call) {
-  const auto& ops = p.match.calls[static_cast<size_t>(call)];
-  const Op& first = s.ops[static_cast<size_t>(ops.front())];
-  int root = 0;
-  if (first.kind == schedule::OpKind::broadcast) {
-    const auto& members = s.groups[static_cast<size_t>(first.group)].ranks;
-    root = static_cast<int>(std::find(members.begin(), members.end(), first.peer) - members.begin());
-  }
-  return cost::CostModel::plan_collective(first.kind, static_cast<int>(ops.size()), double(first.bytes), root);
+  const auto k = schedule::call_shape_key(s, p.match.calls[static_cast<size_t>(call)]);
+  return cost::CostModel::plan_collective(k.kind, k.members, double(k.bytes), k.root);
 }
 
 namespace {
@@ -61,21 +56,13 @@ std::shared_ptr<const CallShape> make_shape(std::vector<cost::PlannedTransfer> p
 
 void begin_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t c, CallRun& run,
                 std::vector<Xfer>& xfers, CallShapes& shapes) {
-  const auto& members = p.match.calls[static_cast<size_t>(c)];
-  const Op& first = s.ops[static_cast<size_t>(members.front())];
-  const bool spanning = s.symmetry.replicas > 1 && s.groups[static_cast<size_t>(first.group)].spans_replicas;
-  int root = 0;  // as plan_call resolves it
-  if (!spanning && first.kind == schedule::OpKind::broadcast) {
-    const auto& ranks = s.groups[static_cast<size_t>(first.group)].ranks;
-    root = static_cast<int>(std::find(ranks.begin(), ranks.end(), first.peer) - ranks.begin());
-  }
-  run.fold = spanning ? static_cast<int32_t>(members.size()) : 0;
-  auto& shape = shapes[{static_cast<int>(first.kind), static_cast<int>(members.size()),
-                        spanning ? s.symmetry.replicas : 0, first.bytes, root}];
+  const auto k = schedule::call_shape_key(s, p.match.calls[static_cast<size_t>(c)]);
+  run.fold = k.spanning() ? k.members : 0;
+  auto& shape = shapes[k];
   if (!shape)
-    shape = make_shape(spanning ? plan_replicated(first.kind, run.fold, s.symmetry.replicas, double(first.bytes))
-                                : plan_call(s, p, c),
-                       members.size(), run.fold);
+    shape = make_shape(k.spanning() ? plan_replicated(k.kind, k.members, k.replicas, double(k.bytes))
+                                    : cost::CostModel::plan_collective(k.kind, k.members, double(k.bytes), k.root),
+                       size_t(k.members), run.fold);
   run.shape = shape;
   run.member_left = shape->member_left;
   run.base = static_cast<int64_t>(xfers.size());

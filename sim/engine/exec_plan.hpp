@@ -7,11 +7,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <tuple>
 #include <vector>
 
 #include "sim/cost/cost_model.hpp"
 #include "sim/engine/engine.hpp"
+#include "sim/schedule/call_shape.hpp"
 #include "sim/schedule/run_driver.hpp"
 #include "sim/schedule/schedule.hpp"
 
@@ -55,8 +55,8 @@ struct CallRun {
   int slot(int m) const { return fold > 0 ? m % fold : m; }
   const std::vector<cost::PlannedTransfer>& plan() const { return shape->plan; }
 };
-// The shapes planned so far in one run, by (kind, members, replicas or 0, bytes, root).
-using CallShapes = std::map<std::tuple<int, int, int, int64_t, int>, std::shared_ptr<const CallShape>>;
+// The shapes planned so far in one run.
+using CallShapes = std::map<schedule::CallShapeKey, std::shared_ptr<const CallShape>>;
 // One planned transfer of a call, as the engines queue it.
 struct Xfer {
   int64_t call;

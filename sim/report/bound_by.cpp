@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "sim/report/report_core.hpp"
+#include "sim/schedule/call_shape.hpp"
 #include "sim/schedule/comm_matching.hpp"
 
 namespace rm::report {
@@ -346,29 +347,24 @@ FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& ma
     int src, dst;
     double bytes;
   };
-  using Shape = std::tuple<int, int, int, int64_t, int>;  // kind, members, replicas (0: not spanning), bytes, root
-  std::map<Shape, std::vector<Pair>> shapes;
+  std::map<schedule::CallShapeKey, std::vector<Pair>> shapes;
   std::vector<uint32_t> order;
   for (size_t c = 0; c < match.calls.size(); ++c) {
     const auto& call = match.calls[c];
     if (call.empty() || std::any_of(call.begin(), call.end(), [](OpId id) { return id < 0; })) continue;
     const Op& first = s.ops[size_t(call.front())];
-    int root = 0;  // the broadcast root's member index, as engine::plan_call resolves it
-    if (first.kind == OpKind::broadcast) {
-      const auto& members = s.groups[size_t(first.group)].ranks;
-      root = int(std::find(members.begin(), members.end(), first.peer) - members.begin());
-    }
     // A group spanning replicas: the plan of all its members' transfers from replica 0's (dst a full member index).
-    const int n = int(call.size());
-    const bool spanning = s.symmetry.replicas > 1 && s.groups[size_t(first.group)].spans_replicas;
+    const schedule::CallShapeKey key = schedule::call_shape_key(s, call);
+    const int n = key.members;
+    const bool spanning = key.spanning();
     if (spanning && !replicated)
       throw std::invalid_argument("bound_by: a replica-symmetric Schedule needs the replicated collective planner");
-    auto [it, fresh] = shapes.try_emplace({int(first.kind), n, spanning ? s.symmetry.replicas : 0, first.bytes, root});
+    auto [it, fresh] = shapes.try_emplace(key);
     std::vector<Pair>& pairs = it->second;
     if (fresh) {
       // Bytes per (sender, receiver): the plan's transfers sorted by pair, runs summed in plan order.
-      const auto plan = spanning ? replicated(first.kind, n, s.symmetry.replicas, double(first.bytes))
-                                 : cost::CostModel::plan_collective(first.kind, n, double(first.bytes), root);
+      const auto plan = spanning ? replicated(key.kind, n, key.replicas, double(key.bytes))
+                                 : cost::CostModel::plan_collective(key.kind, n, double(key.bytes), key.root);
       order.resize(plan.size());
       for (size_t i = 0; i < plan.size(); ++i) order[i] = uint32_t(i);
       std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
