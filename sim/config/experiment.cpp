@@ -102,13 +102,18 @@ const NamedRef* ref_at(const std::vector<std::string>& path) {
 // JSON that parses but breaks a reader limit (depth, a repeated key, 1e999) is
 // an error, not a string; so are bytes that are not UTF-8 (they would fail
 // only when the run's output is written).
-nlohmann::json parse_value(const std::string& text, const std::string& assignment) {
-  if (nlohmann::json::accept(text)) return parse_json_text(text, "--set " + assignment);
+bool is_utf8(const std::string& text) {
   try {
     (void)nlohmann::json(text).dump();
   } catch (const nlohmann::json::type_error&) {
-    throw ConfigError(fmt::format("--set {}: the value is not valid UTF-8", assignment));
+    return false;
   }
+  return true;
+}
+
+nlohmann::json parse_value(const std::string& text, const std::string& assignment) {
+  if (nlohmann::json::accept(text)) return parse_json_text(text, "--set " + assignment);
+  if (!is_utf8(text)) throw ConfigError(fmt::format("--set {}: the value is not valid UTF-8", assignment));
   return text;
 }
 
@@ -128,6 +133,8 @@ void apply_override(nlohmann::json& experiment, const std::string& assignment, c
   if (eq == std::string::npos || eq == 0)
     throw ConfigError(fmt::format("--set {}: expected path=value, e.g. workload.seq_len=128k", assignment));
   std::string path = assignment.substr(0, eq);
+  // A key that is not UTF-8 would become an object key no JSON writer can print.
+  if (!is_utf8(path)) throw ConfigError(fmt::format("--set {}: the path is not valid UTF-8", assignment));
   std::vector<std::string> keys;
   for (size_t start = 0;;) {
     auto dot = path.find('.', start);

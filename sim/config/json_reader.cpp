@@ -16,7 +16,8 @@ namespace {
 std::string type_name(const nlohmann::json& v) { return v.type_name(); }
 
 std::string shown(const nlohmann::json& v) {
-  std::string s = v.dump();
+  // Shown in an error message: bytes that are not UTF-8 are replaced, never thrown on.
+  std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (s.size() > 40) s = s.substr(0, 37) + "...";
   return s;
 }

@@ -49,6 +49,9 @@ TEST(UntrustedConfigs, SetValuesObeyTheJsonLimits) {
               HasSubstr("c.json: a number is out of range"));
   EXPECT_THAT(config_error_of([] { load_experiment(ConfigStore{}, "", {"name=\xff\xfe"}); }),
               HasSubstr("the value is not valid UTF-8"));
+  // Found by fuzz_set: a path key that is not UTF-8 made the error message itself throw.
+  EXPECT_THAT(config_error_of([] { load_experiment(ConfigStore{}, "", {"workload.seed.see\x93=1"}); }),
+              HasSubstr("the path is not valid UTF-8"));
   EXPECT_THAT(config_error_of([] { load_experiment(ConfigStore{}, "", {"cluster=/dev/zero"}); }),
               HasSubstr("/dev/zero: larger than the 256 MiB limit"));
   EXPECT_THAT(config_error_of([] { load_experiment(ConfigStore{}, "", {"cluster=/tmp"}); }),
@@ -63,6 +66,10 @@ TEST(Reader, NamesFilePathAndExpectation) {
   EXPECT_THAT(config_error_of([&] { a.number("c", 0, 1); }), HasSubstr("$.a.c: expected a number"));
   EXPECT_THAT(config_error_of([&] { a.str("missing"); }), HasSubstr("$.a.missing: missing required field"));
   EXPECT_THAT(config_error_of([&] { a.finish(); }), HasSubstr("$.a.typo: unknown key"));
+  // A value built in code may hold bytes that are not UTF-8; the message shows them replaced.
+  nlohmann::json bad = {{"n", {{"k\x93", 1}}}};
+  EXPECT_THAT(config_error_of([&] { JsonReader(bad, "b.json").integer("n", 0, 1); }),
+              HasSubstr("$.n: expected an integer, got {\"k\xEF\xBF\xBD\":1}"));
 }
 
 TEST(Configs, EveryShippedConfigLoads) {
