@@ -139,7 +139,7 @@ ojson attentions_json(const std::vector<Attention>& a) {
 // differ (a layer's own residual-stream buffer), as `<key>_at: [[i, value], ...]`.
 void put_descriptor_column(ojson& seg, const std::string& key, const ojson& mine, const ojson& theirs, size_t n) {
   if (mine == theirs) return;
-  auto at = [n](const ojson& c, size_t i) { return c.is_array() ? c[i] : c; };
+  auto at = [](const ojson& c, size_t i) { return c.is_array() ? c[i] : c; };
   ojson diff = ojson::array();
   for (size_t i = 0; i < n; ++i)
     if (at(mine, i) != at(theirs, i)) diff.push_back({i, at(mine, i)});
