@@ -187,6 +187,128 @@ const Layout* layout_for(const std::vector<TokenSet>& q, const std::vector<Token
   return last.layout ? &*last.layout : nullptr;
 }
 
+// Per period position j in [0, P): how many blocks of the added intervals are
+// = j mod P, weighted: [lo, hi) holds hi/P - lo/P blocks at every position and
+// one more at each position below hi mod P, one fewer below lo mod P.
+class ResidueCount {
+ public:
+  void reset(int64_t period) {
+    p_ = period;
+    base_ = 0;
+    step_.assign(static_cast<size_t>(period), 0);
+  }
+  void add(int64_t lo, int64_t hi, int64_t g) {  // 0 <= lo <= hi
+    base_ += g * (hi / p_ - lo / p_);
+    step_[static_cast<size_t>(hi % p_)] += g;
+    step_[static_cast<size_t>(lo % p_)] -= g;
+  }
+  // out[j] += the count at position j; then empty again.
+  void flush(int64_t* out) {
+    int64_t above = 0;
+    for (int64_t j = p_ - 1; j >= 0; --j) {
+      out[j] += base_ + above;
+      above += step_[static_cast<size_t>(j)];
+      step_[static_cast<size_t>(j)] = 0;
+    }
+    base_ = 0;
+  }
+
+ private:
+  int64_t p_ = 1, base_ = 0;
+  std::vector<int64_t> step_;
+};
+
+// The gathered sums of a key set with at most Bk verticals (GatherSweep::few_verticals).
+// c(qb) = #{jb in V: jb < qb, qb - jb off the diagonals `ahead`} <= |V| <= Bk, so a
+// query block gathers ceil(c / Bk) = [c > 0] tiles: the tiles are the blocks after
+// the first vertical less Z, those where every vertical below sits on a diagonal
+// (Z = (jb_min, nb) ∩ each jb's ([0, jb] ∪ (jb + ahead)): a few intervals, found by
+// intersecting). The columns sum c, linear in V: per vertical, the blocks after it
+// less those on its shifted diagonals, the diagonals whole below nb read from a
+// table of prefix residue counts (rotated by jb mod P) and at most one cut by nb.
+// Both per period position of the query classes; no walk over the blocks.
+class FewVerticals {
+ public:
+  // False when the table would not fit (kMaxTable entries): the other sweeps then.
+  static constexpr int64_t kMaxTable = int64_t(1) << 20;
+  bool prepare(const std::vector<Interval>& ahead, int64_t period) {
+    if (period <= 0 || (static_cast<int64_t>(ahead.size()) + 1) * period > kMaxTable) return false;
+    ahead_ = &ahead;
+    p_ = period;
+    const size_t P = static_cast<size_t>(period);
+    hi_.clear();
+    prefix_.assign((ahead.size() + 1) * P, 0);
+    for (size_t d = 0; d < ahead.size(); ++d) {
+      hi_.push_back(ahead[d].hi);
+      const int64_t base = ahead[d].hi / period - ahead[d].lo / period;
+      const int64_t rh = ahead[d].hi % period, rl = ahead[d].lo % period;
+      const int64_t* row = prefix_.data() + d * P;
+      int64_t* next = prefix_.data() + (d + 1) * P;
+      for (int64_t j = 0; j < period; ++j) next[j] = row[j] + base + (j < rh) - (j < rl);
+    }
+    return true;
+  }
+  // tiles[j], cols[j] (size P, zeroed by the caller) for the verticals' blocks v.
+  void sums(const std::vector<int64_t>& v, int64_t nb, int64_t* tiles, int64_t* cols) {
+    const auto& A = *ahead_;
+    const size_t P = static_cast<size_t>(p_);
+    const int64_t jb_min = *std::min_element(v.begin(), v.end());
+    if (jb_min + 1 >= nb) return;
+    // Columns.
+    rc_.reset(p_);
+    size_t k = A.size();  // intervals with hi <= nb - jb; v ascends (else searched), so k only falls
+    int64_t last = -1;
+    for (int64_t jb : v) {
+      rc_.add(jb + 1, nb, 1);
+      if (jb < last) k = static_cast<size_t>(std::upper_bound(hi_.begin(), hi_.end(), nb - jb) - hi_.begin());
+      while (k > 0 && hi_[k - 1] > nb - jb) --k;
+      last = jb;
+      if (k < A.size() && jb + A[k].lo < nb) rc_.add(jb + A[k].lo, nb, -1);
+      const int64_t* row = prefix_.data() + k * P;
+      const auto r = static_cast<size_t>(jb % p_);
+      for (size_t j = r; j < P; ++j) cols[j] -= row[j - r];
+      for (size_t j = 0; j < r; ++j) cols[j] -= row[j + P - r];
+    }
+    rc_.flush(cols);
+    // Tiles: the blocks after jb_min, less Z.
+    z_.clear();
+    for (const Interval& d : A) {
+      if (jb_min + d.lo >= nb) break;
+      z_.push_back({jb_min + d.lo, std::min(nb, jb_min + d.hi)});
+    }
+    for (int64_t jb : v) {
+      if (z_.empty()) break;
+      if (jb == jb_min) continue;
+      next_.clear();
+      size_t d = 0;  // the first interval with hi > lo - jb: z_ ascends, so it is searched above the last
+      for (const Interval& z : z_) {
+        if (z.hi <= jb + 1) {
+          next_.push_back(z);
+          continue;
+        }
+        int64_t lo = z.lo;
+        if (lo < jb + 1) next_.push_back({lo, jb + 1}), lo = jb + 1;
+        d = static_cast<size_t>(std::upper_bound(hi_.begin() + static_cast<std::ptrdiff_t>(d), hi_.end(), lo - jb) - hi_.begin());
+        for (size_t e = d; e < A.size() && jb + A[e].lo < z.hi; ++e)
+          next_.push_back({std::max(lo, jb + A[e].lo), std::min(z.hi, jb + A[e].hi)});
+      }
+      std::swap(z_, next_);
+    }
+    rc_.reset(p_);
+    rc_.add(jb_min + 1, nb, 1);
+    for (const Interval& z : z_) rc_.add(z.lo, z.hi, -1);
+    rc_.flush(tiles);
+  }
+
+ private:
+  const std::vector<Interval>* ahead_ = nullptr;
+  int64_t p_ = 0;
+  std::vector<int64_t> hi_;      // per diagonal interval: its hi (ascending)
+  std::vector<int64_t> prefix_;  // row k, position j: blocks = j mod P in the first k intervals
+  ResidueCount rc_;
+  std::vector<Interval> z_, next_;
+};
+
 int64_t causal_pairs(const std::vector<Interval>& q, const std::vector<Interval>& k) {
   static const IntervalSet all({{0, kUnbounded}});
   int64_t n = 0;
@@ -296,16 +418,46 @@ std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t n
   // division per (block, key set) was a visible share of a 4M-token step).
   const int shift = (s.bk & (s.bk - 1)) == 0 ? std::countr_zero(static_cast<uint64_t>(s.bk)) : -1;
   auto tiles_of = [&](int64_t c) { return shift >= 0 ? (c + s.bk - 1) >> shift : ceil_div(c, s.bk); };
+  auto add_gathered = [&](size_t ks) {  // acc_tiles / acc_cols per query class, to each query set of the class
+    for (size_t a = 0; a < qC; ++a) {
+      if (acc_cols[a] == 0) continue;
+      for (const auto& qo : L.q.classes[a])
+        by_key[ks * nq_sets + static_cast<size_t>(qo.set)] +=
+            TileCost{static_cast<int64_t>(qo.seg_last.size()) * acc_tiles[a], qo.n * acc_cols[a]};
+    }
+  };
+  thread_local FewVerticals few;
+  int few_ready = -1;  // -1: not prepared yet; 0: the table does not fit; 1: ready
   for (size_t ks = 0; ks < nk_sets; ++ks) {
     if (vblocks[ks].empty()) continue;
     const int64_t jb_min = *std::min_element(vblocks[ks].begin(), vblocks[ks].end());
     std::fill(acc_tiles.begin(), acc_tiles.end(), 0);
     std::fill(acc_cols.begin(), acc_cols.end(), 0);
     // Events: +1 at jb + 1 and -1, +1 per diagonal interval (fewer past nb).
-    const auto events = static_cast<double>(vblocks[ks].size()) * static_cast<double>(1 + 2 * ahead.size());
+    const auto nv = static_cast<double>(vblocks[ks].size());
+    const auto events = nv * static_cast<double>(1 + 2 * ahead.size());
     const auto span = static_cast<double>(nb - jb_min);
+    if (static_cast<int64_t>(vblocks[ks].size()) <= s.bk && period > 0 &&
+        (sweep == GatherSweep::few_verticals ||
+         (sweep == GatherSweep::automatic &&
+          nv * static_cast<double>(period + 16) + static_cast<double>(ahead.size()) < events + span / 16))) {
+      if (few_ready < 0) few_ready = few.prepare(ahead, period) ? 1 : 0;
+      if (few_ready == 1) {
+        few.sums(vblocks[ks], nb, hist_tiles.data(), hist_cols.data());
+        for (int64_t j = 0; j < period; ++j) {
+          const int qc = qcls[static_cast<size_t>(j)];
+          if (qc >= 0) {
+            acc_tiles[static_cast<size_t>(qc)] += hist_tiles[static_cast<size_t>(j)];
+            acc_cols[static_cast<size_t>(qc)] += hist_cols[static_cast<size_t>(j)];
+          }
+          hist_tiles[static_cast<size_t>(j)] = hist_cols[static_cast<size_t>(j)] = 0;
+        }
+        add_gathered(ks);
+        continue;
+      }
+    }
     const bool by_events = period > 0 && (sweep == GatherSweep::events ||
-                                          (sweep == GatherSweep::automatic && 3 * events + static_cast<double>(period) + span / 16 < span));
+                                          (sweep != GatherSweep::dense && 3 * events + static_cast<double>(period) + span / 16 < span));
     for (int64_t jb : vblocks[ks]) {
       delta[static_cast<size_t>(jb + 1)] += 1;
       if (!by_events) {  // the innermost loop of a dense head: no test per interval
@@ -400,12 +552,7 @@ std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t n
         hist_tiles[static_cast<size_t>(j)] = hist_cols[static_cast<size_t>(j)] = 0;
       }
     }
-    for (size_t a = 0; a < qC; ++a) {
-      if (acc_cols[a] == 0) continue;
-      for (const auto& qo : L.q.classes[a])
-        by_key[ks * nq_sets + static_cast<size_t>(qo.set)] +=
-            TileCost{static_cast<int64_t>(qo.seg_last.size()) * acc_tiles[a], qo.n * acc_cols[a]};
-    }
+    add_gathered(ks);
   }
   constexpr size_t kTile = 32;
   for (size_t a0 = 0; a0 < nq_sets; a0 += kTile)

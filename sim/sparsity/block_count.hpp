@@ -30,8 +30,11 @@ bool block_unit(const HeadPattern& p);  // counted here rather than by tiles of 
 // per head); `events` visits only the blocks where the gathered count changes
 // and spreads each change over the query classes by their period (query
 // classes must repeat with a period: stripes); `automatic` takes the cheaper
-// per key set. Every choice gives the same counts (tests compare them).
-enum class GatherSweep { automatic, dense, events };
+// per key set; `few_verticals`, for a key set of at most Bk verticals (each query
+// block then gathers one tile or none), counts per period position from the
+// diagonal intervals without visiting blocks (others as `automatic`).
+// Every choice gives the same counts (tests compare them).
+enum class GatherSweep { automatic, dense, events, few_verticals };
 
 // out[a * k.size() + b]: q[a] against k[b].
 std::vector<TileCost> block_costs(const HeadPattern& p, const std::vector<TokenSet>& q, const std::vector<TokenSet>& k,

@@ -125,8 +125,9 @@ TEST(SparsityKernelPlan, FastPathEqualsGeneralPath) {
   }
 }
 
-// The gathered-vertical sweeps (dense walk and events spread by the query
-// classes' period) give the same counts as each other and as the general
+// The gathered-vertical sweeps (dense walk, events spread by the query
+// classes' period, and per period position for key sets of at most Bk
+// verticals) give the same counts as each other and as the general
 // enumeration, on stripes of every width (periods of one or many blocks),
 // contiguous ranks (no period shorter than the sequence) and query sets
 // unlike the key sets; power-of-two and other Bk.
@@ -136,7 +137,11 @@ TEST(SparsityKernelPlan, GatherSweepsAgree) {
     const int w = static_cast<int>(uniform(rng, 1, 8));
     const int64_t u = uniform(rng, 1, 5) * (iter % 2 ? 8 : 1), s = uniform(rng, 50, 2500);
     const BlockShape shape{uniform(rng, 1, 40), iter % 4 == 0 ? uniform(rng, 1, 40) : int64_t(1) << uniform(rng, 0, 5)};
-    const HeadPattern p = HeadPattern::vertical_slash(random_intervals(rng, s, static_cast<int>(uniform(rng, 1, 60))),
+    // Every third head has a few single-token verticals, so that key sets of at most
+    // Bk verticals (the few_verticals sweep) come up as often as larger ones.
+    const IntervalSet verticals = iter % 3 == 1 ? as_set(points(rng, s, static_cast<int>(uniform(rng, 1, 3 * w)), false))
+                                                : random_intervals(rng, s, static_cast<int>(uniform(rng, 1, 60)));
+    const HeadPattern p = HeadPattern::vertical_slash(verticals,
                                                       random_intervals(rng, s, static_cast<int>(uniform(rng, 1, 40))).united(IntervalSet({{0, 1}})), u);
     std::vector<TokenSet> ranks;
     if (iter % 5 == 0) {
@@ -150,6 +155,7 @@ TEST(SparsityKernelPlan, GatherSweepsAgree) {
     const std::string at = "iter " + std::to_string(iter);
     const auto dense = block_costs(p, ranks, keys, shape, GatherSweep::dense);
     ASSERT_EQ(dense, block_costs(p, ranks, keys, shape, GatherSweep::events)) << at;
+    ASSERT_EQ(dense, block_costs(p, ranks, keys, shape, GatherSweep::few_verticals)) << at;
     ASSERT_EQ(dense, block_costs(p, ranks, keys, shape, GatherSweep::automatic)) << at;
     if (iter % 3 == 0) {
       ASSERT_EQ(dense, block_costs_general(p, ranks, keys, shape)) << at;
