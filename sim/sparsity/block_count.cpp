@@ -418,6 +418,16 @@ std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t n
   // division per (block, key set) was a visible share of a 4M-token step).
   const int shift = (s.bk & (s.bk - 1)) == 0 ? std::countr_zero(static_cast<uint64_t>(s.bk)) : -1;
   auto tiles_of = [&](int64_t c) { return shift >= 0 ? (c + s.bk - 1) >> shift : ceil_div(c, s.bk); };
+  auto fold_periods = [&] {  // per period position's sums to its query class; the histograms emptied
+    for (int64_t j = 0; j < period; ++j) {
+      const int qc = qcls[static_cast<size_t>(j)];
+      if (qc >= 0) {
+        acc_tiles[static_cast<size_t>(qc)] += hist_tiles[static_cast<size_t>(j)];
+        acc_cols[static_cast<size_t>(qc)] += hist_cols[static_cast<size_t>(j)];
+      }
+      hist_tiles[static_cast<size_t>(j)] = hist_cols[static_cast<size_t>(j)] = 0;
+    }
+  };
   auto add_gathered = [&](size_t ks) {  // acc_tiles / acc_cols per query class, to each query set of the class
     for (size_t a = 0; a < qC; ++a) {
       if (acc_cols[a] == 0) continue;
@@ -444,14 +454,7 @@ std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t n
       if (few_ready < 0) few_ready = few.prepare(ahead, period) ? 1 : 0;
       if (few_ready == 1) {
         few.sums(vblocks[ks], nb, hist_tiles.data(), hist_cols.data());
-        for (int64_t j = 0; j < period; ++j) {
-          const int qc = qcls[static_cast<size_t>(j)];
-          if (qc >= 0) {
-            acc_tiles[static_cast<size_t>(qc)] += hist_tiles[static_cast<size_t>(j)];
-            acc_cols[static_cast<size_t>(qc)] += hist_cols[static_cast<size_t>(j)];
-          }
-          hist_tiles[static_cast<size_t>(j)] = hist_cols[static_cast<size_t>(j)] = 0;
-        }
+        fold_periods();
         add_gathered(ks);
         continue;
       }
@@ -497,14 +500,7 @@ std::vector<TileCost> fast_costs(const HeadPattern& p, const Layout& L, size_t n
         for (int64_t i = 0; i < n; ++i) pc[i] += cv[i];
         qb += n;
       }
-      for (int64_t j = 0; j < period; ++j) {
-        const int qc = qcls[static_cast<size_t>(j)];
-        if (qc >= 0) {
-          acc_tiles[static_cast<size_t>(qc)] += hist_tiles[static_cast<size_t>(j)];
-          acc_cols[static_cast<size_t>(qc)] += hist_cols[static_cast<size_t>(j)];
-        }
-        hist_tiles[static_cast<size_t>(j)] = hist_cols[static_cast<size_t>(j)] = 0;
-      }
+      fold_periods();
       std::fill(delta.begin() + jb_min, delta.end(), 0);
     } else if (!by_events) {
       int64_t c = 0;
