@@ -25,7 +25,7 @@ using schedule::OpId;
 enum class Ev : uint8_t {
   op_done,     // a = op
   p2p_done,    // a = the op that started the pair, b = its partner
-  xfer_done,   // a = collective transfer index
+  xfer_done,   // a = collective transfer (xfer_id)
   activate,    // a = pending transfer whose route latency has passed: its bytes start to flow
 };
 
@@ -64,14 +64,32 @@ class FlowEnds {
     up(static_cast<size_t>(pos_[i]));
     down(static_cast<size_t>(pos_[i]));
   }
+  // Bottom-up (Floyd): the hole left by the top sinks to a leaf along the
+  // smaller children, one comparison a level instead of two, and the last entry
+  // rises from there (rarely far: it came from the bottom). The keys are
+  // distinct, so the order of pops is that of any min-heap.
   void pop() {
     pos_[static_cast<size_t>(heap_.front())] = -1;
     const int32_t last = heap_.back();
     heap_.pop_back();
-    if (heap_.empty()) return;
-    heap_.front() = last;
-    pos_[static_cast<size_t>(last)] = 0;
-    down(0);
+    const size_t n = heap_.size();
+    if (n == 0) return;
+    size_t hole = 0;
+    for (size_t c = 1; c < n; c = 2 * hole + 1) {
+      if (c + 1 < n && less(c + 1, c)) ++c;
+      heap_[hole] = heap_[c];
+      pos_[static_cast<size_t>(heap_[hole])] = static_cast<int32_t>(hole);
+      hole = c;
+    }
+    const Key& k = key(last);
+    while (hole > 0 && k < key(heap_[(hole - 1) / 2])) {
+      const size_t parent = (hole - 1) / 2;
+      heap_[hole] = heap_[parent];
+      pos_[static_cast<size_t>(heap_[hole])] = static_cast<int32_t>(hole);
+      hole = parent;
+    }
+    heap_[hole] = last;
+    pos_[static_cast<size_t>(last)] = static_cast<int32_t>(hole);
   }
 
  private:
@@ -116,7 +134,7 @@ struct P2PXfer {
 };
 
 // Who a transfer belongs to: a p2p pair (a = started op, b = partner) or a
-// collective's planned transfer (a = its index, b = -1).
+// collective's planned transfer (a = its xfer_id, b = -1).
 struct Owner {
   int64_t a, b;
 };
@@ -233,9 +251,7 @@ class Sim final : public schedule::RunBackend {
 
   void start_collective(int64_t c) override {
     CallRun& run = st_.calls[static_cast<size_t>(c)];
-    begin_call(s_, p_.run, c, run, st_.xfers, st_.shapes);
-    if (xfers_left_.empty()) xfers_left_.assign(st_.calls.size(), 0);
-    xfers_left_[static_cast<size_t>(c)] = static_cast<int64_t>(run.plan().size());
+    begin_call(s_, p_.run, c, run, st_.shapes);
     const auto& members = p_.run.match.calls[static_cast<size_t>(c)];
     if (route_ids_of_call_.empty()) route_ids_of_call_.assign(st_.calls.size(), nullptr);
     auto& ids = call_routes_[{s_.ops[static_cast<size_t>(members.front())].group, run.shape.get()}];
@@ -244,16 +260,15 @@ class Sim final : public schedule::RunBackend {
     for (size_t i = 0; i < members.size(); ++i)
       if (run.member_left[i] == 0) push(now_, Ev::op_done, members[i]);
     for (size_t i = 0; i < run.plan().size(); ++i)
-      if (st_.xfers[static_cast<size_t>(run.base) + i].deps_left == 0) start_xfer(run, run.base + int64_t(i));
+      if (run.deps_left[i] == 0) start_xfer(run, c, static_cast<int32_t>(i));
   }
 
-  void start_xfer(const CallRun& run, int64_t x) {
-    const Xfer& xf = st_.xfers[static_cast<size_t>(x)];
-    const auto& pt = run.plan()[static_cast<size_t>(xf.local)];
-    const auto& members = p_.run.match.calls[static_cast<size_t>(xf.call)];
+  void start_xfer(const CallRun& run, int64_t call, int32_t local) {
+    const auto& pt = run.plan()[static_cast<size_t>(local)];
+    const auto& members = p_.run.match.calls[static_cast<size_t>(call)];
     // Calls of one group and shape move between the same GPU pairs (members in
     // group order): each transfer's route id is looked up once, not per call.
-    int32_t& r = (*route_ids_of_call_[static_cast<size_t>(xf.call)])[static_cast<size_t>(xf.local)];
+    int32_t& r = (*route_ids_of_call_[static_cast<size_t>(call)])[static_cast<size_t>(local)];
     if (r < 0) {
       auto gpu = [&](int m) {  // member m of the plan; in another replica for a spanning call (symmetry.hpp)
         const int g = p_.gpu_of_rank[static_cast<size_t>(s_.ops[static_cast<size_t>(members[static_cast<size_t>(run.slot(m))])].rank)];
@@ -261,7 +276,7 @@ class Sim final : public schedule::RunBackend {
       };
       r = route(gpu(pt.src), gpu(pt.dst));
     }
-    start_transfer(r, pt.bytes, {x, -1});
+    start_transfer(r, pt.bytes, {xfer_id(call, local), -1});
   }
 
   // A transfer first waits out its route's latency, then its bytes flow at the
@@ -322,20 +337,19 @@ class Sim final : public schedule::RunBackend {
   }
 
   void xfer_done(int64_t x) {
-    const Xfer xf = st_.xfers[static_cast<size_t>(x)];  // a copy: op_done may start calls and grow st_.xfers
-    CallRun& run = st_.calls[static_cast<size_t>(xf.call)];
-    const auto& members = p_.run.match.calls[static_cast<size_t>(xf.call)];
-    const auto& pt = run.plan()[static_cast<size_t>(xf.local)];
+    const int64_t call = xfer_call(x);
+    const int32_t local = xfer_local(x);
+    CallRun& run = st_.calls[static_cast<size_t>(call)];  // st_.calls never grows: op_done leaves it put
+    const auto& members = p_.run.match.calls[static_cast<size_t>(call)];
+    const auto& pt = run.plan()[static_cast<size_t>(local)];
     for (int m : {run.slot(pt.src), run.slot(pt.dst)})
       if (--run.member_left[static_cast<size_t>(m)] == 0) op_done(members[static_cast<size_t>(m)]);
-    for (int32_t i = run.shape->dependents_begin[static_cast<size_t>(xf.local)];
-         i < run.shape->dependents_begin[static_cast<size_t>(xf.local) + 1]; ++i) {
-      const int64_t d = run.base + run.shape->dependents[static_cast<size_t>(i)];
-      if (--st_.xfers[static_cast<size_t>(d)].deps_left == 0) start_xfer(run, d);
+    const CallShape& sh = *run.shape;
+    for (int32_t i = sh.dependents_begin[static_cast<size_t>(local)]; i < sh.dependents_begin[static_cast<size_t>(local) + 1]; ++i) {
+      const int32_t d = sh.dependents[static_cast<size_t>(i)];
+      if (--run.deps_left[static_cast<size_t>(d)] == 0) start_xfer(run, call, d);
     }
-    // The call's last transfer: its plan is not read again (a world all-reduce under the
-    // data-parallel shortcut keeps ~1M transfers; dozens of them would add up).
-    if (--xfers_left_[static_cast<size_t>(xf.call)] == 0) run.shape.reset();
+    run.end_xfer();
   }
 
   void op_done(OpId id) {
@@ -373,7 +387,6 @@ class Sim final : public schedule::RunBackend {
   std::vector<RouteCost> routes_;
   std::vector<uint64_t> route_keys_;  // per routes_ entry: its (src << 32 | dst)
   std::vector<int> route_links_;
-  std::vector<int64_t> xfers_left_;  // per collective call: its transfers not yet ended
   std::vector<int32_t> route_weights_;  // with sym_: per entry of route_links_
   std::unique_ptr<ReplicaRoutes> sym_;  // a replica-symmetric Schedule (symmetry.hpp)
   std::vector<P2PXfer> p2p_;    // per send op, in id order

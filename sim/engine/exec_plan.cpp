@@ -54,8 +54,7 @@ std::shared_ptr<const CallShape> make_shape(std::vector<cost::PlannedTransfer> p
 
 }  // namespace
 
-void begin_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t c, CallRun& run,
-                std::vector<Xfer>& xfers, CallShapes& shapes) {
+void begin_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t c, CallRun& run, CallShapes& shapes) {
   const auto k = schedule::call_shape_key(s, p.match.calls[static_cast<size_t>(c)]);
   run.fold = k.spanning() ? k.members : 0;
   auto& shape = shapes[k];
@@ -65,9 +64,8 @@ void begin_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t
                        size_t(k.members), run.fold);
   run.shape = shape;
   run.member_left = shape->member_left;
-  run.base = static_cast<int64_t>(xfers.size());
-  for (size_t i = 0; i < shape->plan.size(); ++i)
-    xfers.push_back({c, static_cast<int32_t>(i), shape->deps[i]});
+  run.deps_left = shape->deps;
+  run.xfers_left = static_cast<int64_t>(shape->plan.size());
 }
 
 RunState::RunState(const schedule::RunPlan& p) {

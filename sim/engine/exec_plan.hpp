@@ -42,40 +42,50 @@ struct CallShape {
   std::vector<int32_t> deps;         // per transfer: the plan's transfers it waits for
   std::vector<int32_t> member_left;  // per member slot: the transfers touching it
 };
-// A collective call in flight, as both engines run it: its shape and how many
-// transfers still touch each member (a member's op ends with its last one).
+// A collective call in flight, as both engines run it: its shape, how many
+// transfers still touch each member (a member's op ends with its last one) and
+// how many plan transfers each transfer still waits for. Held only while the
+// call runs: its last transfer releases it (a world all-reduce under the
+// data-parallel shortcut plans ~1M transfers, and a step runs hundreds of calls).
 struct CallRun {
-  std::shared_ptr<const CallShape> shape;  // released after the call's last transfer
+  std::shared_ptr<const CallShape> shape;
   std::vector<int32_t> member_left;
-  int64_t base = 0;  // its transfers in the engine's transfer list from here
+  std::vector<int32_t> deps_left;  // per transfer of the plan
+  int64_t xfers_left = 0;          // transfers not yet ended
   // A call over a group spanning replicas (symmetry.hpp): its members in replica 0;
   // plan members are then full member indices, member m standing for slot(m) of
   // replica m / fold. 0: an ordinary call.
   int32_t fold = 0;
   int slot(int m) const { return fold > 0 ? m % fold : m; }
   const std::vector<cost::PlannedTransfer>& plan() const { return shape->plan; }
+  // Counts the end of one transfer; at the call's last, frees what it held and
+  // returns true (the plan is not read again).
+  bool end_xfer() {
+    if (--xfers_left > 0) return false;
+    shape.reset();
+    std::vector<int32_t>().swap(member_left);
+    std::vector<int32_t>().swap(deps_left);
+    return true;
+  }
 };
 // The shapes planned so far in one run.
 using CallShapes = std::map<schedule::CallShapeKey, std::shared_ptr<const CallShape>>;
-// One planned transfer of a call, as the engines queue it.
-struct Xfer {
-  int64_t call;
-  int32_t local;      // index into the call's plan
-  int32_t deps_left;  // transfers of the plan it still waits for
-};
+// A planned transfer as the engines' events name it: its call and its index in
+// the call's plan.
+inline int64_t xfer_id(int64_t call, int32_t local) { return call << 32 | int64_t(uint32_t(local)); }
+inline int64_t xfer_call(int64_t x) { return x >> 32; }
+inline int32_t xfer_local(int64_t x) { return int32_t(uint32_t(x)); }
 // Plans `call` into `run` (over all replicas' members for a group spanning replicas
 // in a replica-symmetric Schedule: plan_replicated), reusing a shape of `shapes`
-// or adding it, and appends its transfers to `xfers` (run.base is the first).
-void begin_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t call, CallRun& run,
-                std::vector<Xfer>& xfers, CallShapes& shapes);
+// or adding it.
+void begin_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t call, CallRun& run, CallShapes& shapes);
 
-// What both engines track beside the driver: op times (-1 until known), the
-// collective calls in flight and their transfers.
+// What both engines track beside the driver: op times (-1 until known) and the
+// collective calls (in flight, or done and released).
 struct RunState {
   explicit RunState(const schedule::RunPlan& p);
   OpTimes times;
   std::vector<CallRun> calls;
-  std::vector<Xfer> xfers;
   CallShapes shapes;
 };
 

@@ -95,8 +95,7 @@ class SgRun final : public schedule::RunBackend {
       const Op& first = s_.ops[static_cast<size_t>(match().calls[c].front())];
       if (!planned.insert({first.group, first.kind, first.peer}).second) continue;
       CallRun run;
-      std::vector<Xfer> xfers;
-      begin_call(s_, p_.run, static_cast<int64_t>(c), run, xfers, shapes);
+      begin_call(s_, p_.run, static_cast<int64_t>(c), run, shapes);
       for (const auto& x : run.plan()) pairs.insert(xfer_gpus(c, run, x));
     }
     std::vector<int32_t> weight(t_.links().size(), 0);  // folded: per representative, replicas / orbit size
@@ -236,46 +235,40 @@ class SgRun final : public schedule::RunBackend {
 
   void start_collective(int64_t c) override {
     CallRun& run = st_.calls[static_cast<size_t>(c)];
-    begin_call(s_, p_.run, c, run, st_.xfers, st_.shapes);
-    if (xfers_left_.empty()) xfers_left_.assign(st_.calls.size(), 0);
-    xfers_left_[static_cast<size_t>(c)] = static_cast<int64_t>(run.plan().size());
+    begin_call(s_, p_.run, c, run, st_.shapes);
     const auto& members = match().calls[static_cast<size_t>(c)];
-    // Start the ready transfers before finishing members without any: a
-    // finish may start other calls and grow st_.xfers.
-    const int64_t base = run.base;
+    // Start the ready transfers before finishing members without any (a
+    // finish may start other calls).
     const size_t count = run.plan().size();
     for (size_t i = 0; i < count; ++i)
-      if (st_.xfers[static_cast<size_t>(base) + i].deps_left == 0) start_xfer(base + int64_t(i));
+      if (run.deps_left[i] == 0) start_xfer(c, static_cast<int32_t>(i));
     for (size_t i = 0; i < members.size(); ++i)
-      if (st_.calls[static_cast<size_t>(c)].member_left[i] == 0) finish(members[i]);
+      if (run.member_left[i] == 0) finish(members[i]);
   }
 
-  void start_xfer(int64_t x) {
-    const Xfer& xf = st_.xfers[static_cast<size_t>(x)];
-    const CallRun& run = st_.calls[static_cast<size_t>(xf.call)];
-    const cost::PlannedTransfer& pt = run.plan()[static_cast<size_t>(xf.local)];
-    const auto [src, dst] = xfer_gpus(static_cast<size_t>(xf.call), run, pt);
-    start_transfer(src, dst, pt.bytes, Kind::xfer, x);
+  void start_xfer(int64_t call, int32_t local) {
+    const CallRun& run = st_.calls[static_cast<size_t>(call)];
+    const cost::PlannedTransfer& pt = run.plan()[static_cast<size_t>(local)];
+    const auto [src, dst] = xfer_gpus(static_cast<size_t>(call), run, pt);
+    start_transfer(src, dst, pt.bytes, Kind::xfer, xfer_id(call, local));
   }
 
   void xfer_done(int64_t x) {
-    const Xfer xf = st_.xfers[static_cast<size_t>(x)];  // a copy: finish may start calls and grow st_.xfers
-    CallRun& run = st_.calls[static_cast<size_t>(xf.call)];
-    const int64_t base = run.base;
+    const int64_t call = xfer_call(x);
+    const int32_t local = xfer_local(x);
+    CallRun& run = st_.calls[static_cast<size_t>(call)];  // st_.calls never grows: finish leaves it put
     // Start the dependent transfers, then finish the members whose last
-    // transfer this was (finishing may start other calls; run stays put).
-    for (int32_t i = run.shape->dependents_begin[static_cast<size_t>(xf.local)];
-         i < run.shape->dependents_begin[static_cast<size_t>(xf.local) + 1]; ++i) {
-      const int64_t d = base + run.shape->dependents[static_cast<size_t>(i)];
-      if (--st_.xfers[static_cast<size_t>(d)].deps_left == 0) start_xfer(d);
+    // transfer this was (finishing may start other calls).
+    const CallShape& sh = *run.shape;
+    for (int32_t i = sh.dependents_begin[static_cast<size_t>(local)]; i < sh.dependents_begin[static_cast<size_t>(local) + 1]; ++i) {
+      const int32_t d = sh.dependents[static_cast<size_t>(i)];
+      if (--run.deps_left[static_cast<size_t>(d)] == 0) start_xfer(call, d);
     }
-    const auto& members = match().calls[static_cast<size_t>(xf.call)];
-    const cost::PlannedTransfer pt = run.plan()[static_cast<size_t>(xf.local)];
-    // The call's last transfer: its plan is not read again (a world all-reduce under
-    // the data-parallel shortcut plans ~1M transfers).
-    if (--xfers_left_[static_cast<size_t>(xf.call)] == 0) run.shape.reset();
+    const auto& members = match().calls[static_cast<size_t>(call)];
+    const cost::PlannedTransfer& pt = sh.plan[static_cast<size_t>(local)];
     for (int m : {run.slot(pt.src), run.slot(pt.dst)})
       if (--run.member_left[static_cast<size_t>(m)] == 0) finish(members[static_cast<size_t>(m)]);
+    run.end_xfer();  // the call's last transfer: what it held is freed
   }
 
   void finish(OpId id) {
@@ -295,7 +288,6 @@ class SgRun final : public schedule::RunBackend {
   std::priority_queue<ComputeEnd, std::vector<ComputeEnd>, std::greater<>> computes_;
   std::unordered_map<int64_t, Started> in_flight_;
   std::vector<Ended> step_;
-  std::vector<int64_t> xfers_left_;     // per collective call: its transfers not yet ended
   std::unique_ptr<ReplicaRoutes> sym_;  // a replica-symmetric Schedule (symmetry.hpp)
 };
 

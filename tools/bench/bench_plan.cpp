@@ -7,7 +7,8 @@
 // --case-4096: the scale case, the experiment on 512 nodes (4,096 GPUs)
 // at 4M tokens (`--set cluster.nodes=512 --set workload.seq_len=4m`; minutes).
 // --no-symmetry, --no-extrapolate: as `plan --symmetry off`, `--extrapolate off`.
-// Prints wall and CPU time and the peak resident memory of the process.
+// Prints the wall time of each stage of the search, wall and CPU time and the
+// peak resident memory of the process.
 //   build/bin/bench_plan [EXPERIMENT] [--set path=value ...] [--fix key ...] [--gpus N]
 //                        [--top K] [--no-simgrid] [--exhaustive] [--no-screen] [--jobs N] [--count]
 //                        [--case-4096] [--no-symmetry] [--no-extrapolate] [--screen-budget N]
@@ -18,14 +19,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "sim/config/experiment.hpp"
 #include "sim/search/plan.hpp"
+#include "tools/cli/keep_freed_memory.hpp"
 
 int main(int argc, char** argv) {
+  rm::cli::keep_freed_memory();  // as `ringmaster plan` runs
   std::vector<std::string> sets;
   rm::search::PlanOptions o;
   o.top_k = 5;
@@ -84,14 +88,21 @@ int main(int argc, char** argv) {
     }
     double t_analytic_done = 0;
     const auto t0 = clock::now();
+    std::vector<std::pair<std::string, double>> stages;  // each stage's first report, seconds since t0
     o.progress = [&](const std::string& stage, int64_t, int64_t) {
-      if (stage.find("SimGrid") != std::string::npos && t_analytic_done == 0)
-        t_analytic_done = std::chrono::duration<double>(clock::now() - t0).count();
+      const double now = std::chrono::duration<double>(clock::now() - t0).count();
+      if (stage.find("SimGrid") != std::string::npos && t_analytic_done == 0) t_analytic_done = now;
+      if (stages.empty() || stages.back().first != stage) stages.emplace_back(stage, now);
     };
     const rm::search::PlanResult r = rm::search::plan(e, store, o);
     const double total = std::chrono::duration<double>(clock::now() - t0).count();
     if (t_analytic_done == 0) t_analytic_done = total;
     const auto& st = r.stats;
+    std::printf("stage (wall s, from its first progress report to the next stage's)\n");
+    std::printf("  %-52s %8.1f\n", "enumerate, check, memory", stages.empty() ? total : stages.front().second);
+    for (size_t i = 0; i < stages.size(); ++i)
+      std::printf("  %-52s %8.1f\n", stages[i].first.c_str(),
+                  (i + 1 < stages.size() ? stages[i + 1].second : total) - stages[i].second);
     std::printf("experiment %s, %d GPUs, scope %s\n", e.name.c_str(), st.gpus, rm::to_string(e.scope));
     std::printf("layouts enumerated     %lld\n", (long long)st.enumerated);
     std::printf("  invalid              %lld\n", (long long)st.invalid);

@@ -15,6 +15,7 @@
 #include "sim/report/bound_by.hpp"
 #include "sim/search/plan.hpp"
 #include "tools/cli/cli_common.hpp"
+#include "tools/cli/keep_freed_memory.hpp"
 
 
 namespace rm::cli {
@@ -104,6 +105,7 @@ Experiment load_base(const ExperimentOptions& exp, const ConfigStore& store, boo
 }
 
 void run(const Options& o) {
+  keep_freed_memory();  // the search runs hundreds of simulations back to back
   if (o.confirm != "simgrid" && o.confirm != "none")
     throw ConfigError(fmt::format("--engine-confirm: expected simgrid or none, got \"{}\"", o.confirm));
   if (o.top < 1) throw ConfigError(fmt::format("--top: expected at least 1, got {}", o.top));

@@ -1,5 +1,6 @@
 // Allocator tuning for commands that run big simulations back to back
-// (simulate, sweep, and the sweep benchmark, which must measure what the CLI gets).
+// (simulate, sweep, plan, and the sweep and plan benchmarks, which must measure
+// what the CLI gets).
 #pragma once
 
 #if defined(__GLIBC__)
