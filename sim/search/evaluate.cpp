@@ -77,9 +77,10 @@ Experiment with_layers(const Experiment& e, int n) {
   return x;
 }
 
-report::StepReport extrapolate_layers(const Experiment& e, const report::StepReport& r1, const report::StepReport& r2) {
+report::StepReport extrapolate_layers(const Experiment& e, const report::StepReport& r1, const report::StepReport& r2,
+                                      int n2) {
   const double L = e.model.layers;
-  auto lin = [&](double a, double b) { return a + (L - 1) * (b - a); };
+  auto lin = [&](double a, double b) { return a + (L - 1) * (b - a) / (n2 - 1); };
   report::StepReport r = r2;
   r.step_time_s = lin(r1.step_time_s, r2.step_time_s);
   r.model_flops = lin(r1.model_flops, r2.model_flops);
@@ -104,7 +105,7 @@ report::StepReport extrapolate_layers(const Experiment& e, const report::StepRep
   r.critical_path.compute_s = lin(r1.critical_path.compute_s, r2.critical_path.compute_s);
   r.critical_path.communication_s = lin(r1.critical_path.communication_s, r2.critical_path.communication_s);
   r.critical_path.waiting_s = lin(r1.critical_path.waiting_s, r2.critical_path.waiting_s);
-  r.critical_path.ops.clear();  // op ids of a 2-layer Schedule name nothing of this one
+  r.critical_path.ops.clear();  // op ids of a sample Schedule name nothing of this one
   for (report::CriticalPathShare& k : r.critical_path.by_kind) {
     double a = 0;  // absent from the 1-layer path: it starts with the second layer
     for (const report::CriticalPathShare& j : r1.critical_path.by_kind)
@@ -130,18 +131,32 @@ Outcome evaluate_one(const Experiment& e, const EvaluateOptions& o, pipeline::Se
     }
   }
   if (fits) return simulate_point(e, o, session);
+  // The second sample: as many layers as kEstimateLayers allows below L, fewer
+  // where that step would itself be too large (2 at the least).
+  int n2 = 2;
+  for (int n = std::min(kEstimateLayers, e.model.layers - 1); n > 2; --n) {
+    const Experiment en = with_layers(e, n);
+    if ((one ? generate::count_replica_ops(en) : generate::count_step_ops(en)) > o.extrapolate_above_ops) continue;
+    try {
+      generate::check_fits(generate::estimate_footprint(en, generate::RunKind::simulate, one), "this point");
+    } catch (const ConfigError&) {
+      continue;
+    }
+    n2 = n;
+    break;
+  }
   EvaluateOptions po = o;
-  po.bound_by = false;  // bound_by of a 2-layer step would not be this step's
+  po.bound_by = false;  // bound_by of a sample step would not be this step's
   const Outcome a = simulate_point(with_layers(e, 1), po, session);
   if (!a.ok) return a;
-  const Outcome b = simulate_point(with_layers(e, 2), po, session);
+  const Outcome b = simulate_point(with_layers(e, n2), po, session);
   if (!b.ok) return b;
   Outcome out = b;
   out.ops = a.ops + b.ops;
-  out.report = extrapolate_layers(e, a.report, b.report);
-  out.estimated = fmt::format("extrapolated from 1- and 2-layer steps (the whole step, {} ops{}, is too large to "
+  out.report = extrapolate_layers(e, a.report, b.report, n2);
+  out.estimated = fmt::format("extrapolated from 1- and {}-layer steps (the whole step, {} ops{}, is too large to "
                               "simulate here)",
-                              ops, one ? " for one replica" : "");
+                              n2, ops, one ? " for one replica" : "");
   return out;
 }
 

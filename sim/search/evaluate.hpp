@@ -58,19 +58,26 @@ struct EvaluateOptions {
   // Scope `step`: a point whose Schedule (one replica's under the shortcut)
   // would hold more ops than this, or would not fit this machine's memory
   // (generate::estimate_footprint), is not simulated whole but estimated from full
-  // steps of the same layout with 1 and 2 layers (extrapolate_layers); -1: never.
+  // steps of the same layout with 1 and up to kEstimateLayers layers
+  // (extrapolate_layers); -1: never.
   int64_t extrapolate_above_ops = -1;
 };
 
 // The step of `e` (scope step, L layers) estimated from simulated steps of the
-// same experiment with 1 and 2 layers, r1 and r2: the second layer's increment
-// carries one layer's forward, recomputation, backward and gradient traffic in
-// its place among the others; the 1-layer step carries the embedding, the LM
-// head and loss, the optimizer and what does not grow with depth. Each additive
-// figure (step time, FLOPs, the mean rank's breakdown, critical-path shares) is
-// x1 + (L - 1)(x2 - x1); MFU, HFU and tokens/s follow from them; imbalance
-// is r2's, memory e's own (memory::estimate_memory), bound_by absent.
-report::StepReport extrapolate_layers(const Experiment& e, const report::StepReport& r1, const report::StepReport& r2);
+// same experiment with 1 and n2 layers, r1 and r2: the n2 - 1 layers past the
+// first carry a layer's forward, recomputation, backward and gradient traffic
+// each in its place among the others; the 1-layer step carries the embedding,
+// the LM head and loss, the optimizer and what does not grow with depth. Each
+// additive figure (step time, FLOPs, the mean rank's breakdown, critical-path
+// shares) is x1 + (L - 1)(x2 - x1) / (n2 - 1); MFU, HFU and tokens/s follow
+// from them; imbalance is r2's, memory e's own (memory::estimate_memory),
+// bound_by absent. Layers differ (each draws its own sparse pattern), so the
+// more layers the second sample averages, the closer (docs/planner.md, "At scale").
+report::StepReport extrapolate_layers(const Experiment& e, const report::StepReport& r1, const report::StepReport& r2,
+                                      int n2 = 2);
+// The most layers the second sample of an estimated step has (evaluate_one):
+// fewer where that step would itself be too large or L is smaller.
+inline constexpr int kEstimateLayers = 4;
 // e with model.layers = n (fields and resolved JSON; n <= e.model.layers).
 Experiment with_layers(const Experiment& e, int n);
 

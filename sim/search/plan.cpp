@@ -478,4 +478,6 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
   return res;
 }
 
+int64_t auto_screen_budget(int gpus) { return gpus > 1024 ? 64 : 0; }
+
 }  // namespace rm::search

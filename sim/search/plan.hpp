@@ -22,7 +22,7 @@
 // At scale (thousands of GPUs) a full step is too large to simulate whole: the
 // data-parallel shortcut (exact) runs one replica where the step holds more than
 // symmetry_above_ops ops, and a step still above extrapolate_above_ops is
-// estimated from 1- and 2-layer steps (evaluate.hpp); such figures say so.
+// estimated from steps of 1 and up to 4 layers (evaluate.hpp); such figures say so.
 // Layouts are ranked by time per token (step time / (dp x batch x seq_len)):
 // data parallelism multiplies the tokens of a step, so step time alone would
 // always prefer dp = 1. Ties go to the earlier layout of the enumeration, and
@@ -73,13 +73,19 @@ struct PlanOptions {
   int batch = 8;
   // Points whose full step holds more ops use the data-parallel shortcut where
   // exact (-1: never); points whose (one replica's) step still holds more than
-  // extrapolate_above_ops are estimated from 1- and 2-layer steps (-1: never).
+  // extrapolate_above_ops are estimated from steps of 1 and up to 4 layers (-1: never).
   // The defaults leave the default experiment's 32-GPU steps (~0.6M ops) alone.
   int64_t symmetry_above_ops = kSymmetryAboveOps;
   int64_t extrapolate_above_ops = kExtrapolateAboveOps;
   // (stage, done, total), from the calling thread between batches.
   std::function<void(const std::string&, int64_t, int64_t)> progress;
 };
+
+// What `plan --screen-budget auto` (the default) caps the screen at for a plan of
+// `gpus` GPUs: no limit up to 1,024 GPUs (every shipped experiment and the
+// quality cases of docs/planner.md), 64 layer simulations above (at 4,096 GPUs an
+// unbounded screen would run for hours: docs/planner.md, "At scale").
+int64_t auto_screen_budget(int gpus);
 
 struct PlanCandidate {
   int64_t index = -1;  // in the enumeration (-1: the seed, outside the searched space)
@@ -113,7 +119,7 @@ struct PlanStats {
   int64_t simulated = 0;      // full-step analytic simulations (the seed included)
   int64_t failed = 0;         // simulations that refused to run (e.g. too large for this machine)
   int64_t confirmed = 0;      // SimGrid simulations
-  int64_t estimated = 0;      // full steps estimated from 1- and 2-layer steps (counted in simulated)
+  int64_t estimated = 0;      // full steps estimated from steps of 1 and up to 4 layers (counted in simulated)
   int64_t one_replica = 0;    // simulations (layers and steps) of one data-parallel replica for all
   // Skipped only thanks to the ring-transfer floor (their compute floor alone was at
   // most the final K-th best): of pruned_bound (layouts), and of screen_pruned (layers).

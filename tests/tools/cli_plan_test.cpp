@@ -125,7 +125,8 @@ TEST(CliPlan, BadInputIsOneLineAndNoOutput) {
        {std::string("plan --fix parallel.bogus") + kSmall, std::string("plan --engine-confirm maybe") + kSmall,
         std::string("plan --top 0") + kSmall, std::string("plan --gpus 9999") + kSmall,
         std::string("plan --symmetry dp") + kSmall, std::string("plan --extrapolate always") + kSmall,
-        std::string("plan --screen-budget -1") + kSmall,
+        std::string("plan --screen-budget -1") + kSmall, std::string("plan --screen-budget many") + kSmall,
+        std::string("plan --screen-budget 8x") + kSmall,
         // 7 GPUs with dp fixed at 1: no cp or hp of 7 divides 8K tokens and 16 heads.
         std::string("plan --fix parallel.dp --export '") + dir + "'" + kShape + " --gpus 7"}) {
     const auto r = run_cli(args);
@@ -146,6 +147,7 @@ TEST(CliPlan, ScaleKeysOnlyWhereTheyApply) {
   const auto j = nlohmann::json::parse(r.out);
   for (const char* k : {"estimated_steps", "one_replica_simulations", "screen_budget_hit", "screen_too_large"})
     EXPECT_FALSE(j.at("search").contains(k)) << k;
+  EXPECT_EQ(j.at("search").at("screen_budget").get<int64_t>(), 0) << "--screen-budget auto: no limit on 4 GPUs";
   for (const auto& c : j.at("candidates")) {
     EXPECT_FALSE(c.contains("estimated"));
     EXPECT_FALSE(c.contains("simgrid_skipped"));
@@ -155,6 +157,7 @@ TEST(CliPlan, ScaleKeysOnlyWhereTheyApply) {
   ASSERT_EQ(b.exit_code, 0) << b.err;
   const auto s = nlohmann::json::parse(b.out).at("search");
   EXPECT_TRUE(s.at("screen_budget_hit").get<bool>());
+  EXPECT_EQ(s.at("screen_budget").get<int64_t>(), 8);
   EXPECT_LE(s.at("screen_layer_simulations").get<int64_t>(), 8 + 1);  // the seed's layer besides
   EXPECT_LT(s.at("screen_layer_simulations").get<int64_t>(), j.at("search").at("screen_layer_simulations").get<int64_t>());
   EXPECT_EQ(s.at("enumerated").get<int64_t>(),

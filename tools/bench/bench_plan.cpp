@@ -6,7 +6,8 @@
 // --set cluster.nodes=512 --set workload.seq_len=4M on loongtrain-llama2-7b-1m).
 // --case-4096: the scale case, the experiment on 512 nodes (4,096 GPUs)
 // at 4M tokens (`--set cluster.nodes=512 --set workload.seq_len=4m`; minutes).
-// --no-symmetry, --no-extrapolate: as `plan --symmetry off`, `--extrapolate off`.
+// --no-symmetry, --no-extrapolate: as `plan --symmetry off`, `--extrapolate off`;
+// without --screen-budget, the budget is `plan --screen-budget auto`'s.
 // Prints the wall time of each stage of the search, wall and CPU time and the
 // peak resident memory of the process.
 //   build/bin/bench_plan [EXPERIMENT] [--set path=value ...] [--fix key ...] [--gpus N]
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   o.top_k = 5;
   std::string file;
   bool count_only = false;  // enumerate the space only
+  bool budget_given = false;  // else the screen budget is `plan --screen-budget auto`'s
   for (int i = 1; i < argc; ++i) {
     const bool more = i + 1 < argc;
     if (!std::strcmp(argv[i], "--set") && more) sets.push_back(argv[++i]);
@@ -48,7 +50,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--count")) count_only = true;
     else if (!std::strcmp(argv[i], "--case-4096")) sets.insert(sets.end(), {"cluster.nodes=512", "workload.seq_len=4m"});
     else if (!std::strcmp(argv[i], "--no-symmetry")) o.symmetry_above_ops = -1;
-    else if (!std::strcmp(argv[i], "--screen-budget") && more) o.screen_budget = std::atoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--screen-budget") && more) o.screen_budget = std::atoll(argv[++i]), budget_given = true;
     else if (!std::strcmp(argv[i], "--no-extrapolate")) o.extrapolate_above_ops = -1;
     else if (argv[i][0] != '-' && file.empty()) file = argv[i];
     else {
@@ -68,6 +70,7 @@ int main(int argc, char** argv) {
   try {
     const rm::ConfigStore store;
     const rm::Experiment e = rm::load_experiment(store, file, sets);
+    if (!budget_given) o.screen_budget = rm::search::auto_screen_budget(o.space.gpus > 0 ? o.space.gpus : e.cluster.gpus());
     if (count_only) {
       // The space and the memory screen only: what the planner does before it simulates anything.
       const auto t = clock::now();
@@ -115,7 +118,7 @@ int main(int argc, char** argv) {
                 st.screen_budget_hit ? "reached" : "not reached");
     std::printf("  pruned by the floor  %lld (%lld of them and %lld screen layers by the ring-transfer floor alone)\n",
                 (long long)st.pruned_bound, (long long)st.pruned_comm, (long long)st.screen_pruned_comm);
-    std::printf("  one replica for all  %lld simulations; estimated from 1- and 2-layer steps: %lld full steps\n",
+    std::printf("  one replica for all  %lld simulations; estimated from steps of 1 and up to 4 layers: %lld full steps\n",
                 (long long)st.one_replica, (long long)st.estimated);
     std::printf("  simulated (analytic) %lld (%lld could not run)\n", (long long)st.simulated, (long long)st.failed);
     std::printf("  confirmed (SimGrid)  %lld\n", (long long)st.confirmed);

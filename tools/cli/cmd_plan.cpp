@@ -5,6 +5,8 @@
 #include <memory>
 #include <algorithm>
 #include <set>
+#include <stdexcept>
+#include <string>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -35,7 +37,7 @@ struct Options {
   std::string export_file;
   std::string symmetry = "auto";
   std::string extrapolate = "auto";
-  int64_t screen_budget = 0;
+  std::string screen_budget = "auto";
 };
 
 nlohmann::json candidate_json(const search::PlanCandidate& c, const Experiment& base) {
@@ -141,9 +143,20 @@ void run(const Options& o) {
   po.prune = !o.exhaustive;
   if (o.symmetry == "off") po.symmetry_above_ops = -1;
   if (o.extrapolate == "off") po.extrapolate_above_ops = -1;
-  if (o.screen_budget < 0)
-    throw ConfigError(fmt::format("--screen-budget: expected 0 (no limit) or more, got {}", o.screen_budget));
-  po.screen_budget = o.screen_budget;
+  if (o.screen_budget == "auto") {
+    po.screen_budget = search::auto_screen_budget(o.gpus > 0 ? o.gpus : base.cluster.gpus());
+  } else {
+    size_t used = 0;
+    int64_t n = -1;
+    try {
+      n = std::stoll(o.screen_budget, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != o.screen_budget.size() || n < 0)
+      throw ConfigError(fmt::format("--screen-budget: expected auto, 0 (no limit) or more, got \"{}\"", o.screen_budget));
+    po.screen_budget = n;
+  }
   po.screen = !o.exhaustive && !o.no_screen;
   ProgressLine line(!o.exp.json);
   po.progress = [&](const std::string& stage, int64_t done, int64_t total) {
@@ -186,6 +199,7 @@ void run(const Options& o) {
     if (st.estimated > 0) j["search"]["estimated_steps"] = st.estimated;
     if (st.screen_too_large > 0) j["search"]["screen_too_large"] = st.screen_too_large;
     if (st.screen_budget_hit) j["search"]["screen_budget_hit"] = true;
+    j["search"]["screen_budget"] = po.screen_budget;  // 0: no limit
     if (st.one_replica > 0) j["search"]["one_replica_simulations"] = st.one_replica;
     if (st.pruned_comm > 0) j["search"]["pruned_by_ring_floor"] = st.pruned_comm;
     if (st.screen_pruned_comm > 0) j["search"]["screen_pruned_by_ring_floor"] = st.screen_pruned_comm;
@@ -212,13 +226,14 @@ void run(const Options& o) {
     text += fmt::format("{} layers were not screened: one-layer simulations above {} ops (not kept)\n",
                         st.screen_too_large, po.screen_max_ops);
   if (st.screen_budget_hit)
-    text += fmt::format("the screen stopped at its budget of {} layer simulations (--screen-budget): the layouts "
+    text += fmt::format("the screen stopped at its budget of {} layer simulations (--screen-budget{}): the layouts "
                         "with the lowest floors were screened, not all that the floor could not rule out\n",
-                        po.screen_budget);
+                        po.screen_budget,
+                        o.screen_budget == "auto" ? " auto, for a plan of more than 1,024 GPUs; 0 lifts it" : "");
   if (st.one_replica > 0)
     text += fmt::format("{} simulations ran one data-parallel replica for all (exact: --symmetry)\n", st.one_replica);
   if (st.estimated > 0)
-    text += fmt::format("{} full steps too large to simulate whole were estimated from 1- and 2-layer steps "
+    text += fmt::format("{} full steps too large to simulate whole were estimated from steps of 1 and up to 4 layers "
                         "(marked *; --extrapolate off to refuse them)\n",
                         st.estimated);
   if (st.pruned_comm > 0 || st.screen_pruned_comm > 0 || st.one_replica > 0 || st.estimated > 0 ||
@@ -260,7 +275,7 @@ void run(const Options& o) {
   }
   text += t.str();
   if (std::any_of(r.ranked.begin(), r.ranked.end(), [](const auto& c) { return !c.analytic.estimated.empty(); }))
-    text += "* estimated from 1- and 2-layer steps of the layout (docs/planner.md), not simulated whole\n";
+    text += "* estimated from steps of 1 and up to 4 layers of the layout (docs/planner.md), not simulated whole\n";
   if (!o.export_file.empty()) text += fmt::format("\nthe winner's Schedule written to {}\n", o.export_file);
   std::fputs(text.c_str(), stdout);
 }
@@ -289,12 +304,13 @@ void register_plan(CLI::App& app) {
   cmd->add_option("--export", o->export_file, "Write the winner's Schedule (.json or .json.gz)");
   cmd->add_option("--screen-budget", o->screen_budget,
                   "At most N one-layer simulations in the screen, lowest floors first (0: no limit); "
-                  "for plans of thousands of GPUs");
+                  "auto: no limit up to 1,024 GPUs, 64 above")
+      ->capture_default_str();
   cmd->add_option("--symmetry", o->symmetry,
                   "auto: simulate one data-parallel replica for all where exact, for steps above 1M ops; off: never")
       ->capture_default_str();
   cmd->add_option("--extrapolate", o->extrapolate,
-                  "auto: estimate steps above 8M ops (after --symmetry) from 1- and 2-layer steps; off: simulate "
+                  "auto: estimate steps above 8M ops (after --symmetry) from steps of 1 and up to 4 layers; off: simulate "
                   "them whole or fail")
       ->capture_default_str();
   cmd->callback([o] { run(*o); });
