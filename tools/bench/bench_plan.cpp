@@ -101,8 +101,9 @@ int main(int argc, char** argv) {
     const double total = std::chrono::duration<double>(clock::now() - t0).count();
     if (t_analytic_done == 0) t_analytic_done = total;
     const auto& st = r.stats;
+    // A stage runs from its first progress report to the next stage's: the seed's
+    // stage holds the screen's set-up (its floors) too.
     std::printf("stage (wall s, from its first progress report to the next stage's)\n");
-    std::printf("  %-52s %8.1f\n", "enumerate, check, memory", stages.empty() ? total : stages.front().second);
     for (size_t i = 0; i < stages.size(); ++i)
       std::printf("  %-52s %8.1f\n", stages[i].first.c_str(),
                   (i + 1 < stages.size() ? stages[i + 1].second : total) - stages[i].second);
