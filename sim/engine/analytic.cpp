@@ -61,7 +61,7 @@ class FlowEnds {
       pos_[i] = static_cast<int32_t>(heap_.size());
       heap_.push_back(f);
     }
-    up(static_cast<size_t>(pos_[i]));
+    rise(static_cast<size_t>(pos_[i]), f);
     down(static_cast<size_t>(pos_[i]));
   }
   // Bottom-up (Floyd): the hole left by the top sinks to a leaf along the
@@ -81,15 +81,7 @@ class FlowEnds {
       pos_[static_cast<size_t>(heap_[hole])] = static_cast<int32_t>(hole);
       hole = c;
     }
-    const Key& k = key(last);
-    while (hole > 0 && k < key(heap_[(hole - 1) / 2])) {
-      const size_t parent = (hole - 1) / 2;
-      heap_[hole] = heap_[parent];
-      pos_[static_cast<size_t>(heap_[hole])] = static_cast<int32_t>(hole);
-      hole = parent;
-    }
-    heap_[hole] = last;
-    pos_[static_cast<size_t>(last)] = static_cast<int32_t>(hole);
+    rise(hole, last);
   }
 
  private:
@@ -99,8 +91,17 @@ class FlowEnds {
     pos_[static_cast<size_t>(heap_[a])] = static_cast<int32_t>(a);
     pos_[static_cast<size_t>(heap_[b])] = static_cast<int32_t>(b);
   }
-  void up(size_t i) {
-    while (i > 0 && less(i, (i - 1) / 2)) swap_at(i, (i - 1) / 2), i = (i - 1) / 2;
+  // Flow f goes to `hole` or above it, the entries it passes moving down a level.
+  void rise(size_t hole, int32_t f) {
+    const Key& k = key(f);
+    while (hole > 0 && k < key(heap_[(hole - 1) / 2])) {
+      const size_t parent = (hole - 1) / 2;
+      heap_[hole] = heap_[parent];
+      pos_[static_cast<size_t>(heap_[hole])] = static_cast<int32_t>(hole);
+      hole = parent;
+    }
+    heap_[hole] = f;
+    pos_[static_cast<size_t>(f)] = static_cast<int32_t>(hole);
   }
   void down(size_t i) {
     for (;;) {
@@ -344,11 +345,7 @@ class Sim final : public schedule::RunBackend {
     const auto& pt = run.plan()[static_cast<size_t>(local)];
     for (int m : {run.slot(pt.src), run.slot(pt.dst)})
       if (--run.member_left[static_cast<size_t>(m)] == 0) op_done(members[static_cast<size_t>(m)]);
-    const CallShape& sh = *run.shape;
-    for (int32_t i = sh.dependents_begin[static_cast<size_t>(local)]; i < sh.dependents_begin[static_cast<size_t>(local) + 1]; ++i) {
-      const int32_t d = sh.dependents[static_cast<size_t>(i)];
-      if (--run.deps_left[static_cast<size_t>(d)] == 0) start_xfer(run, call, d);
-    }
+    run.release_dependents(local, [&](int32_t d) { start_xfer(run, call, d); });
     run.end_xfer();
   }
 

@@ -58,14 +58,23 @@ struct CallRun {
   int32_t fold = 0;
   int slot(int m) const { return fold > 0 ? m % fold : m; }
   const std::vector<cost::PlannedTransfer>& plan() const { return shape->plan; }
-  // Counts the end of one transfer; at the call's last, frees what it held and
-  // returns true (the plan is not read again).
-  bool end_xfer() {
-    if (--xfers_left > 0) return false;
+  // Transfer `local` has ended: start(d) for each plan transfer d it was the last
+  // dependency of, in the plan's order.
+  template <class Start>
+  void release_dependents(int32_t local, Start&& start) {
+    const CallShape& sh = *shape;
+    for (int32_t i = sh.dependents_begin[static_cast<size_t>(local)]; i < sh.dependents_begin[static_cast<size_t>(local) + 1]; ++i) {
+      const int32_t d = sh.dependents[static_cast<size_t>(i)];
+      if (--deps_left[static_cast<size_t>(d)] == 0) start(d);
+    }
+  }
+  // Counts the end of one transfer; the call's last frees what the call held
+  // (its plan is not read again).
+  void end_xfer() {
+    if (--xfers_left > 0) return;
     shape.reset();
     std::vector<int32_t>().swap(member_left);
     std::vector<int32_t>().swap(deps_left);
-    return true;
   }
 };
 // The shapes planned so far in one run.

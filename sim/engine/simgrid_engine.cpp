@@ -259,13 +259,9 @@ class SgRun final : public schedule::RunBackend {
     CallRun& run = st_.calls[static_cast<size_t>(call)];  // st_.calls never grows: finish leaves it put
     // Start the dependent transfers, then finish the members whose last
     // transfer this was (finishing may start other calls).
-    const CallShape& sh = *run.shape;
-    for (int32_t i = sh.dependents_begin[static_cast<size_t>(local)]; i < sh.dependents_begin[static_cast<size_t>(local) + 1]; ++i) {
-      const int32_t d = sh.dependents[static_cast<size_t>(i)];
-      if (--run.deps_left[static_cast<size_t>(d)] == 0) start_xfer(call, d);
-    }
+    run.release_dependents(local, [&](int32_t d) { start_xfer(call, d); });
     const auto& members = match().calls[static_cast<size_t>(call)];
-    const cost::PlannedTransfer& pt = sh.plan[static_cast<size_t>(local)];
+    const cost::PlannedTransfer& pt = run.plan()[static_cast<size_t>(local)];
     for (int m : {run.slot(pt.src), run.slot(pt.dst)})
       if (--run.member_left[static_cast<size_t>(m)] == 0) finish(members[static_cast<size_t>(m)]);
     run.end_xfer();  // the call's last transfer: what it held is freed

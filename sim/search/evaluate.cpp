@@ -121,30 +121,28 @@ Outcome evaluate_one(const Experiment& e, const EvaluateOptions& o, pipeline::Se
   if (o.extrapolate_above_ops < 0 || e.scope != Scope::step || e.model.layers < 3)
     return simulate_point(e, o, session);
   const bool one = wants_symmetry(e, o, session);
-  const int64_t ops = one ? generate::count_replica_ops(e) : generate::count_step_ops(e);
-  bool fits = ops <= o.extrapolate_above_ops;
-  if (fits) {  // and it fits this machine's memory (the check simulate_point would refuse it by)
+  auto ops_of = [&](const Experiment& x) { return one ? generate::count_replica_ops(x) : generate::count_step_ops(x); };
+  // Small enough to simulate whole here: the ops, and the machine's memory (the
+  // check simulate_point would refuse it by).
+  auto fits = [&](const Experiment& x) {
+    if (ops_of(x) > o.extrapolate_above_ops) return false;
     try {
-      generate::check_fits(generate::estimate_footprint(e, generate::RunKind::simulate, one), "this point");
+      generate::check_fits(generate::estimate_footprint(x, generate::RunKind::simulate, one), "this point");
     } catch (const ConfigError&) {
-      fits = false;
+      return false;
     }
-  }
-  if (fits) return simulate_point(e, o, session);
+    return true;
+  };
+  if (fits(e)) return simulate_point(e, o, session);
+  const int64_t ops = ops_of(e);
   // The second sample: as many layers as kEstimateLayers allows below L, fewer
   // where that step would itself be too large (2 at the least).
   int n2 = 2;
-  for (int n = std::min(kEstimateLayers, e.model.layers - 1); n > 2; --n) {
-    const Experiment en = with_layers(e, n);
-    if ((one ? generate::count_replica_ops(en) : generate::count_step_ops(en)) > o.extrapolate_above_ops) continue;
-    try {
-      generate::check_fits(generate::estimate_footprint(en, generate::RunKind::simulate, one), "this point");
-    } catch (const ConfigError&) {
-      continue;
+  for (int n = std::min(kEstimateLayers, e.model.layers - 1); n > 2; --n)
+    if (fits(with_layers(e, n))) {
+      n2 = n;
+      break;
     }
-    n2 = n;
-    break;
-  }
   EvaluateOptions po = o;
   po.bound_by = false;  // bound_by of a sample step would not be this step's
   const Outcome a = simulate_point(with_layers(e, 1), po, session);

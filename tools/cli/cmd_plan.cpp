@@ -4,9 +4,10 @@
 #include <cstdio>
 #include <memory>
 #include <algorithm>
+#include <charconv>
 #include <set>
-#include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -146,14 +147,10 @@ void run(const Options& o) {
   if (o.screen_budget == "auto") {
     po.screen_budget = search::auto_screen_budget(o.gpus > 0 ? o.gpus : base.cluster.gpus());
   } else {
-    size_t used = 0;
     int64_t n = -1;
-    try {
-      n = std::stoll(o.screen_budget, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != o.screen_budget.size() || n < 0)
+    const char* end = o.screen_budget.data() + o.screen_budget.size();
+    const auto [at, err] = std::from_chars(o.screen_budget.data(), end, n);
+    if (err != std::errc() || at != end || n < 0)
       throw ConfigError(fmt::format("--screen-budget: expected auto, 0 (no limit) or more, got \"{}\"", o.screen_budget));
     po.screen_budget = n;
   }
