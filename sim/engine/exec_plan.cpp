@@ -55,7 +55,10 @@ std::shared_ptr<const CallShape> make_shape(std::vector<cost::PlannedTransfer> p
 }  // namespace
 
 void begin_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t c, CallRun& run, CallShapes& shapes) {
-  const auto k = schedule::call_shape_key(s, p.match.calls[static_cast<size_t>(c)]);
+  begin_call(schedule::call_shape_key(s, p.match.calls[static_cast<size_t>(c)]), run, shapes);
+}
+
+void begin_call(const schedule::CallShapeKey& k, CallRun& run, CallShapes& shapes) {
   run.fold = k.spanning() ? k.members : 0;
   auto& shape = shapes[k];
   if (!shape)

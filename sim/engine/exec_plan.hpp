@@ -88,6 +88,8 @@ inline int32_t xfer_local(int64_t x) { return int32_t(uint32_t(x)); }
 // in a replica-symmetric Schedule: plan_replicated), reusing a shape of `shapes`
 // or adding it.
 void begin_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t call, CallRun& run, CallShapes& shapes);
+// The same from the call's shape key (schedule::call_shape_key), for a run that holds no RunPlan.
+void begin_call(const schedule::CallShapeKey& k, CallRun& run, CallShapes& shapes);
 
 // What both engines track beside the driver: op times (-1 until known) and the
 // collective calls (in flight, or done and released).

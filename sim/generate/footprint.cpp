@@ -182,6 +182,32 @@ Footprint estimate_footprint(const Experiment& e, RunKind kind, bool one_replica
   return f;
 }
 
+// A streamed run (docs/engines.md, "Streaming") holds the chunks in flight: a chunk is
+// a layer's forward or its backward (with the recomputation), and the engine asks for
+// the next chunk when the newest starts to end, so the window is counted as two whole
+// layers (forward, recomputation and backward: three or more chunks). Per op: the Op,
+// the engine's per-op arrays and dependents, the report's intervals until they are swept
+// (~250 bytes), with the builder's growth slack; measured in docs/engines.md.
+constexpr int64_t kStreamBytesPerOp = 480;
+
+Footprint estimate_stream_footprint(const Experiment& e, bool one_replica) {
+  const Counter c(e);
+  const int64_t dp = one_replica ? e.parallel.dp : 1;
+  const int64_t ranks = e.parallel.world() / dp;
+  Footprint f;
+  f.ops = 2 * (e.scope == Scope::step || e.scope == Scope::layer ? c.layer() : c.count()) / dp;
+  // The report's forward-attention rows: per (layer, ring step) a planned and a measured figure per rank.
+  const int64_t rows = int64_t(e.scope == Scope::step ? e.model.layers : 1) * e.parallel.cp;
+  f.bytes = kBaseBytes + f.ops * kStreamBytesPerOp + ranks * kBytesPerRank + pair_cost_bytes(e, e.scope == Scope::step) +
+            topology_bytes(e, f.ops) + rows * ranks * 2 * int64_t(sizeof(double));
+  if (one_replica && e.scope == Scope::step) {
+    // Calls in flight over groups spanning replicas: a few at once, not every call of the step.
+    const int64_t calls = (e.model.layers + 1) * (e.parallel.zero_stage == 0 ? 2 : 1);
+    f.bytes += spanning_transfers(e) / std::max<int64_t>(calls, 1) * 4 * kTransferBytes;
+  }
+  return f;
+}
+
 Footprint estimate_schedule_footprint(int64_t ops, int64_t ranks) {
   return {ops, kBaseBytes + ops * kSimulateBytesPerOp + ranks * kBytesPerRank};
 }

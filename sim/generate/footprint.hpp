@@ -44,6 +44,9 @@ struct Footprint {
 };
 // one_replica: the shortcut's run (count_replica_ops, its ranks only).
 Footprint estimate_footprint(const Experiment& e, RunKind kind, bool one_replica = false);
+// A streamed run of e (simulate --stream): what it holds at its peak, the ops of
+// the chunks in flight (ops: that window, not the step) and what the report gathers.
+Footprint estimate_stream_footprint(const Experiment& e, bool one_replica);
 // `simulate --schedule FILE`: the Schedule the file declares (its op_count and
 // ranks, known before its ops are allocated), held and simulated, at the
 // same bytes per op and per rank as a generated run.

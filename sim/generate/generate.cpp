@@ -138,6 +138,7 @@ void training_step(StepContext& ctx, RankDeps& ready) {
   for (int l = 0; l < m.layers; ++l) {
     zero3_gather(l, layer_params, Phase::forward);
     layer_forward(ctx, l, ready);
+    ctx.cut_here();
   }
   // Final norm, LM head, cross-entropy; then their backward.
   every_rank(OpKind::elementwise, {Phase::forward, -1, -1}, double(ns * m.hidden) * kNormFlopsPerElement, ns,
@@ -166,6 +167,7 @@ void training_step(StepContext& ctx, RankDeps& ready) {
     zero3_gather(l, layer_params, Phase::backward);
     layer_backward(ctx, l, ready);
     if (collectives) reduce_grads(ctx, l, layer_params, ready, last_grad);  // overlaps the next layer
+    ctx.cut_here();
   }
   // Embedding gradient: scattered into the rank's vocabulary shard from all local tokens.
   tp_exchange(OpKind::all_gather, {Phase::backward, -1, -1},
@@ -196,24 +198,47 @@ void training_step(StepContext& ctx, RankDeps& ready) {
 
 }  // namespace
 
-schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
-                                 placement::WorkCache* cache, Replicas replicas) {
-  StepContext ctx(e, patterns, topo, cache, replicas == Replicas::one);
+namespace {
+
+// The experiment's scope into ctx's builder.
+void emit_scope(StepContext& ctx) {
+  const Experiment& e = ctx.e;
   RankDeps ready(size_t(ctx.sim_world));
   const int l = e.scope_layer;
   switch (e.scope) {
     case Scope::attention_fwd: emit_attention(ctx, {Phase::forward, l, false, false}, ready); break;
     case Scope::attention_fwd_bwd:
       emit_attention(ctx, {Phase::forward, l, false, false}, ready);
+      ctx.cut_here();
       emit_attention(ctx, {Phase::backward, l, true, false}, ready);
       break;
     case Scope::layer:
       layer_forward(ctx, l, ready);
+      ctx.cut_here();
       layer_backward(ctx, l, ready);
       break;
     case Scope::step: training_step(ctx, ready); break;
   }
+}
+
+}  // namespace
+
+schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
+                                 placement::WorkCache* cache, Replicas replicas) {
+  StepContext ctx(e, patterns, topo, cache, replicas == Replicas::one);
+  emit_scope(ctx);
   return std::move(ctx.b).build();
+}
+
+void generate_step_chunks(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
+                          placement::WorkCache* cache, Replicas replicas, const ChunkSink& sink) {
+  StepContext ctx(e, patterns, topo, cache, replicas == Replicas::one);
+  ctx.cut = [&] {
+    std::vector<schedule::Op> ops = ctx.b.take_ops();
+    if (!ops.empty()) sink(ctx.b.peek(), std::move(ops), false);
+  };
+  emit_scope(ctx);
+  sink(ctx.b.peek(), ctx.b.take_ops(), true);
 }
 
 }  // namespace rm::generate

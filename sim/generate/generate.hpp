@@ -7,7 +7,9 @@
 // and the optimizer at the ends of a step. docs/generators.md shows the ops.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "sim/config/experiment.hpp"
 #include "sim/placement/work_cache.hpp"
@@ -27,6 +29,16 @@ namespace rm::generate {
 enum class Replicas { all, one };
 schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
                                  placement::WorkCache* cache = nullptr, Replicas replicas = Replicas::all);
+// The same step handed out in chunks as it is built (streaming: docs/engines.md,
+// "Streaming"): sink(meta, ops, last) after each layer's forward and each layer's
+// backward (with its gradient collectives), and once more with last = true. `meta`
+// is the Schedule so far without its ops (ranks, groups, descriptor tables: all the
+// chunk's ops refer to); ops keep their ids. The chunks, concatenated, are
+// generate_step's ops, op for op; the whole is never validated (generate_step's
+// validation of the same experiment is what vouches for it).
+using ChunkSink = std::function<void(const schedule::Schedule& meta, std::vector<schedule::Op> ops, bool last)>;
+void generate_step_chunks(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
+                          placement::WorkCache* cache, Replicas replicas, const ChunkSink& sink);
 // Why the generator cannot emit one replica for all ("" when it can): dp == 1, or a
 // replica's ring layout differs from replica 0's (the layouts follow the nodes).
 std::string replica_refusal(const Experiment& e, const topology::Topology& topo);

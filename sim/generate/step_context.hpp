@@ -5,6 +5,7 @@
 // the ops that must end before the next piece may start on that rank.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -122,6 +123,12 @@ struct StepContext {
   std::vector<int> replica_groups;
   std::vector<RankStreams> streams;  // per rank
   BufferMemo memo;                   // buffer ids by rank, reused by every layer and pass
+  // Streaming (generate_step_chunks): hands the ops built so far out at the step's
+  // cut points (after each layer's forward and backward); empty for a whole Schedule.
+  std::function<void()> cut;
+  void cut_here() {
+    if (cut) cut();
+  }
 
  private:
   std::map<std::pair<int, std::string>, int> buffer_ids_;

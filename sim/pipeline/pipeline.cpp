@@ -15,6 +15,7 @@
 #include "sim/generate/footprint.hpp"
 #include "sim/engine/symmetry.hpp"
 #include "sim/generate/generate.hpp"
+#include "sim/report/stream_report.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "sim/topology/topology.hpp"
 
@@ -248,6 +249,31 @@ std::optional<schedule::Schedule> Session::one_replica_schedule(const Experiment
 Simulation Session::simulate(const Experiment& e, engine::EngineKind kind) {
   const topology::Topology& topo = topology(e);
   return simulate_schedule(e, schedule(e), topo, kind);
+}
+
+StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_replica,
+                                              const std::function<void(int64_t)>& progress) {
+  const topology::Topology& topo = topology(e);
+  const sparsity::SparsityModel& pat = patterns(e);
+  const cost::CostModel cost = cost::CostModel::for_experiment(e);
+  StreamedSimulation out;
+  std::optional<report::StreamReport> rep;
+  engine::StreamRun run(topo, cost, [&](const engine::RetiredChunk& c) { rep->add(c.ops, c.start, c.end, c.safe_before); });
+  int64_t ops = 0;
+  generate::generate_step_chunks(e, pat, topo, &work_, one_replica ? generate::Replicas::one : generate::Replicas::all,
+                                 [&](const schedule::Schedule& meta, std::vector<schedule::Op> chunk, bool last) {
+                                   if (!rep) {
+                                     rep.emplace(e, meta);
+                                     out.generator = meta.generator;
+                                     out.ranks = int(meta.ranks.size());
+                                   }
+                                   ops += int64_t(chunk.size());
+                                   run.append(meta, std::move(chunk), last);
+                                   if (progress) progress(ops);
+                                 });
+  out.report = rep->finish();
+  out.stats = run.stats();
+  return out;
 }
 
 report::ImbalanceReport Session::imbalance(const Experiment& e, const std::vector<Partition>& partitions,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "sim/config/experiment.hpp"
 #include "sim/engine/analytic.hpp"
 #include "sim/engine/engine.hpp"
+#include "sim/engine/stream_run.hpp"
 #include "sim/placement/work_cache.hpp"
 #include "sim/report/fast_report.hpp"
 #include "sim/report/imbalance.hpp"
@@ -98,6 +100,18 @@ struct PointResult {
   std::string generator;
 };
 
+// A streamed run (docs/engines.md, "Streaming"): the step generated chunk by chunk
+// (a layer's forward, a layer's backward) and simulated as it comes by the analytic
+// engine (engine::StreamRun), holding only the ops in flight; op times equal the
+// whole run's bit for bit, and the report (report::StreamReport) equals its figures,
+// without the critical path and bound_by.
+struct StreamedSimulation {
+  report::StepReport report;
+  engine::StreamRun::Stats stats;
+  std::string generator;
+  int ranks = 0;  // simulated (replica 0's with the data-parallel shortcut)
+};
+
 class Session {
  public:
   // The experiment's sparsity model, built on first use; stays valid for the session.
@@ -110,6 +124,12 @@ class Session {
   // engine::symmetry_refusal on its routes); else nullopt and `why_not` says why.
   std::optional<schedule::Schedule> one_replica_schedule(const Experiment& e, std::string& why_not);
   Simulation simulate(const Experiment& e, engine::EngineKind kind);
+  // The streamed run of e's step (one replica for all with one_replica: the caller checked
+  // generate::replica_refusal; a route that does not translate throws ScheduleError).
+  // progress(ops so far) after each chunk. Throws engine::StreamNotExact where streaming
+  // cannot be exact (stream_run.hpp).
+  StreamedSimulation simulate_streamed(const Experiment& e, bool one_replica,
+                                       const std::function<void(int64_t)>& progress = {});
   // The fast path of a sweep: like simulate(e, kind).report, but a point whose
   // schedule_key equals the previous point's reuses that Schedule, its RunPlan
   // and what the report reads of it alone (report::ReportPrep: a cluster

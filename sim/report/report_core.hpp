@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <utility>
+#include <map>
 #include <vector>
 
 #include "sim/config/experiment.hpp"
@@ -30,12 +31,58 @@ using Interval = std::pair<double, double>;
 // the one std::sort gives.
 void sort_intervals(std::vector<Interval>& v);
 
+// The length of a union of intervals fed in sorted order (sort_intervals'),
+// one at a time: what union_length sums, kept open between feeds so that a
+// streamed run (stream_report.hpp) sums the same lengths in the same order.
+struct UnionSweep {
+  double total = 0, lo = 0, hi = 0;
+  bool open = false;
+  void add(const Interval& x) {
+    if (open && x.first <= hi) {
+      hi = std::max(hi, x.second);
+      return;
+    }
+    if (open) total += hi - lo;
+    lo = x.first, hi = x.second, open = true;
+  }
+  double length() const { return open ? total + hi - lo : total; }
+};
+
+// {worker, step} ratios as imbalance.hpp defines them, of the work of `rows`
+// rows keyed (layer, step) ascending: layer_of(k) is row k's layer, row_of(k)
+// its `ranks` values. Sums of maxima over sums of means.
+template <class LayerOf, class RowOf>
+std::pair<double, double> ratios(size_t rows, LayerOf&& layer_of, RowOf&& row_of, size_t ranks) {
+  std::map<int, std::vector<double>> per_layer;
+  double step_max = 0, total = 0;
+  for (size_t k = 0; k < rows; ++k) {
+    const double* w = row_of(k);
+    auto& l = per_layer.try_emplace(layer_of(k), ranks, 0.0).first->second;
+    for (size_t r = 0; r < ranks; ++r) l[r] += w[r];
+    step_max += *std::max_element(w, w + ranks);
+  }
+  double worker_max = 0;
+  for (const auto& [layer, w] : per_layer) {
+    worker_max += *std::max_element(w.begin(), w.end());
+    for (double x : w) total += x;
+  }
+  const double mean = total / double(ranks);
+  if (mean <= 0) return {1, 1};
+  return {worker_max / mean, step_max / mean};
+}
+
 // Per rank: the intervals of its compute streams and of all its streams (both sorted in place).
 Breakdown breakdown(std::vector<std::vector<Interval>>& compute, std::vector<std::vector<Interval>>& any, double step);
+// The same from each rank's union lengths: {compute streams, all streams}.
+Breakdown breakdown(const std::vector<std::pair<double, double>>& compute_and_busy, double step);
 
 // Imbalance from the Schedule's sums and the ops' measured durations.
 Imbalance imbalance(const StepSums& sums, const OpSpans& t, size_t ranks);
 
+// GPUs (ranks x replicas), step time, FLOPs, tokens/s, MFU, HFU and memory, from
+// the sums over the ops (StepSums::mask_attention_fwd_flops, ::executed_flops).
+void fill_figures(StepReport& r, const Experiment& e, int ranks, int replicas, double mask_attention_fwd_flops,
+                  double executed_flops, double step_time_s);
 // Step time, FLOPs, tokens/s, MFU, HFU, imbalance and memory: everything but the breakdown and the critical path.
 void fill_totals(StepReport& r, const Experiment& e, const schedule::Schedule& s, const StepSums& sums,
                  const OpSpans& t, double step_time_s);

@@ -27,19 +27,9 @@ using Interval = std::pair<double, double>;
 // Length of the union of the intervals (sorted in place).
 double union_length(std::vector<Interval>& v) {
   core::sort_intervals(v);
-  double total = 0, lo = 0, hi = 0;
-  bool open = false;
-  for (const auto& [a, b] : v) {
-    if (open && a <= hi) {
-      hi = std::max(hi, b);
-      continue;
-    }
-    if (open) total += hi - lo;
-    lo = a;
-    hi = b;
-    open = true;
-  }
-  return open ? total + hi - lo : total;
+  core::UnionSweep u;
+  for (const Interval& x : v) u.add(x);
+  return u.length();
 }
 
 // A Timeline's events per rank (those on a stream the Schedule has, of any op or none).
@@ -55,26 +45,10 @@ Breakdown breakdown(const schedule::Schedule& s, const traces::Timeline& tl, dou
   return core::breakdown(compute, any, step);
 }
 
-// {worker, step} ratios as imbalance.hpp defines them, of work[row * ranks + r]
-// over rows keyed (layer, step) ascending: sums of maxima over sums of means.
-std::pair<double, double> ratios(const std::vector<std::pair<int, int>>& rows, const std::vector<double>& work,
+std::pair<double, double> row_ratios(const std::vector<std::pair<int, int>>& rows, const std::vector<double>& work,
                                  size_t ranks) {
-  std::map<int, std::vector<double>> per_layer;
-  double step_max = 0, total = 0;
-  for (size_t k = 0; k < rows.size(); ++k) {
-    const auto w = work.begin() + std::ptrdiff_t(k * ranks);
-    auto& l = per_layer.try_emplace(rows[k].first, ranks, 0.0).first->second;
-    for (size_t r = 0; r < ranks; ++r) l[r] += w[std::ptrdiff_t(r)];
-    step_max += *std::max_element(w, w + std::ptrdiff_t(ranks));
-  }
-  double worker_max = 0;
-  for (const auto& [layer, w] : per_layer) {
-    worker_max += *std::max_element(w.begin(), w.end());
-    for (double x : w) total += x;
-  }
-  const double mean = total / double(ranks);
-  if (mean <= 0) return {1, 1};
-  return {worker_max / mean, step_max / mean};
+  return core::ratios(
+      rows.size(), [&](size_t k) { return rows[k].first; }, [&](size_t k) { return work.data() + k * ranks; }, ranks);
 }
 
 bool is_forward_attention(const Op& op) { return op.kind == OpKind::attn_fwd && op.phase == Phase::forward; }
@@ -104,7 +78,7 @@ StepSums step_sums(const Experiment& e, const schedule::Schedule& s) {
     sums.attention.push_back({op.id, op.rank, row});
     planned[size_t(row) * R + size_t(op.rank)] += op.blocks > 0 ? double(op.blocks) : op.flops;
   }
-  if (R > 0) std::tie(sums.worker, sums.step) = ratios(sums.rows, planned, R);
+  if (R > 0) std::tie(sums.worker, sums.step) = row_ratios(sums.rows, planned, R);
   return sums;
 }
 
@@ -125,11 +99,17 @@ void sort_intervals(std::vector<Interval>& v) {
 }
 
 Breakdown breakdown(std::vector<std::vector<Interval>>& compute, std::vector<std::vector<Interval>>& any, double step) {
-  const size_t R = compute.size();
+  std::vector<std::pair<double, double>> busy;
+  for (size_t r = 0; r < compute.size(); ++r) busy.emplace_back(union_length(compute[r]), union_length(any[r]));
+  return breakdown(busy, step);
+}
+
+Breakdown breakdown(const std::vector<std::pair<double, double>>& compute_and_busy, double step) {
+  const size_t R = compute_and_busy.size();
   Breakdown b;
   for (size_t r = 0; r < R; ++r) {
     // Exposed communication is what the union of all streams adds to the compute union.
-    const double c = union_length(compute[r]), busy = union_length(any[r]);
+    const auto [c, busy] = compute_and_busy[r];
     b.per_rank.push_back({int(r), c, busy - c, std::max(0.0, step - busy)});
   }
   if (R == 0) return b;
@@ -153,20 +133,19 @@ Imbalance imbalance(const StepSums& sums, const OpSpans& t, size_t ranks) {
     const size_t i = size_t(a.id);
     measured[size_t(a.row) * ranks + size_t(a.rank)] += t.has_op(i) ? t.end[i] - t.start[i] : 0.0;
   }
-  return {sums.worker, sums.step, ratios(sums.rows, measured, ranks).second};
+  return {sums.worker, sums.step, row_ratios(sums.rows, measured, ranks).second};
 }
 
-void fill_totals(StepReport& r, const Experiment& e, const schedule::Schedule& s, const StepSums& sums,
-                 const OpSpans& t, double step_time_s) {
+void fill_figures(StepReport& r, const Experiment& e, int ranks, int replicas, double mask_attention_fwd_flops,
+                  double executed_flops, double step_time_s) {
   // A replica-symmetric Schedule holds one of `replicas` identical replicas
   // (schedule.hpp, ReplicaSymmetry): GPUs and FLOPs count all of them.
-  const int replicas = s.symmetry.replicas;
-  r.gpus = int(s.ranks.size()) * replicas;
+  r.gpus = ranks * replicas;
   r.step_time_s = step_time_s;
-  r.model_flops = cost::model_flops(e, sums.mask_attention_fwd_flops * replicas).total();
+  r.model_flops = cost::model_flops(e, mask_attention_fwd_flops * replicas).total();
   r.dense_causal_model_flops = cost::dense_causal_model_flops(e).total();
   if (r.model_flops > 0) r.dense_equivalent_speedup = r.dense_causal_model_flops / r.model_flops;
-  r.executed_flops = sums.executed_flops * replicas;
+  r.executed_flops = executed_flops * replicas;
   if (r.step_time_s > 0) {
     const double tokens = double(e.parallel.dp) * e.workload.batch * double(e.workload.seq_len);
     r.tokens_per_s = tokens / r.step_time_s;
@@ -176,8 +155,14 @@ void fill_totals(StepReport& r, const Experiment& e, const schedule::Schedule& s
       r.hfu = r.executed_flops / peak;
     }
   }
-  r.imbalance = imbalance(sums, t, s.ranks.size());
   r.memory = memory::estimate_memory(e);
+}
+
+void fill_totals(StepReport& r, const Experiment& e, const schedule::Schedule& s, const StepSums& sums,
+                 const OpSpans& t, double step_time_s) {
+  fill_figures(r, e, int(s.ranks.size()), s.symmetry.replicas, sums.mask_attention_fwd_flops, sums.executed_flops,
+               step_time_s);
+  r.imbalance = imbalance(sums, t, s.ranks.size());
 }
 
 }  // namespace core
@@ -237,6 +222,7 @@ nlohmann::json to_json(const StepReport& r) {
         {"by_kind", by_kind}}},
       {"memory", memory::to_json(r.memory)},
   };
+  if (!r.critical_path_traced) j["critical_path"] = nullptr;
   if (r.bound_by) j["bound_by"] = to_json(*r.bound_by);
   return j;
 }
@@ -321,19 +307,23 @@ std::string to_text(const StepReport& r) {
                 {"step-level, on the Timeline's durations", fmt::format("{:.3f}", r.imbalance.step_measured)}});
 
   const CriticalPath& cp = r.critical_path;
-  out += fmt::format("\ncritical path  {} over {} ops: compute {} ({}), communication {} ({}), waiting {} ({})\n",
-                     secs(cp.length_s), cp.ops.size(), secs(cp.compute_s), pct(cp.compute_s, cp.length_s),
-                     secs(cp.communication_s), pct(cp.communication_s, cp.length_s), secs(cp.waiting_s),
-                     pct(cp.waiting_s, cp.length_s));
-  std::vector<std::vector<std::string>> kinds{{"kind", "phase", "time", "share", "ops"}};
-  for (size_t i = 0; i < cp.by_kind.size() && i < kTextPathKinds; ++i) {
-    const auto& sh = cp.by_kind[i];
-    kinds.push_back({std::string(schedule::to_string(sh.kind)), std::string(schedule::to_string(sh.phase)),
-                     secs(sh.seconds), pct(sh.seconds, cp.length_s), std::to_string(sh.ops)});
+  if (!r.critical_path_traced) {
+    out += "\ncritical path  not traced: a streamed run never holds every op at once\n";
+  } else {
+    out += fmt::format("\ncritical path  {} over {} ops: compute {} ({}), communication {} ({}), waiting {} ({})\n",
+                       secs(cp.length_s), cp.ops.size(), secs(cp.compute_s), pct(cp.compute_s, cp.length_s),
+                       secs(cp.communication_s), pct(cp.communication_s, cp.length_s), secs(cp.waiting_s),
+                       pct(cp.waiting_s, cp.length_s));
+    std::vector<std::vector<std::string>> kinds{{"kind", "phase", "time", "share", "ops"}};
+    for (size_t i = 0; i < cp.by_kind.size() && i < kTextPathKinds; ++i) {
+      const auto& sh = cp.by_kind[i];
+      kinds.push_back({std::string(schedule::to_string(sh.kind)), std::string(schedule::to_string(sh.phase)),
+                       secs(sh.seconds), pct(sh.seconds, cp.length_s), std::to_string(sh.ops)});
+    }
+    out += table(kinds, 2);
+    if (cp.by_kind.size() > kTextPathKinds)
+      out += fmt::format("  ({} more kind/phase pairs in the JSON)\n", cp.by_kind.size() - kTextPathKinds);
   }
-  out += table(kinds, 2);
-  if (cp.by_kind.size() > kTextPathKinds)
-    out += fmt::format("  ({} more kind/phase pairs in the JSON)\n", cp.by_kind.size() - kTextPathKinds);
   if (r.bound_by) {
     out += '\n';
     out += to_text(*r.bound_by, r.step_time_s);

@@ -64,6 +64,9 @@ struct StepReport {
   Breakdown breakdown;
   Imbalance imbalance;
   CriticalPath critical_path;
+  // false in a streamed run (stream_report.hpp): the path needs every op at once,
+  // so it is not traced; to_json writes null and to_text says so.
+  bool critical_path_traced = true;
   memory::MemoryReport memory;  // per-GPU memory of the configuration's training step (sim/memory/)
   // What bounds the step (bound_by.hpp); filled where the Topology is known
   // (pipeline::simulate_schedule), absent from make_step_report alone.

@@ -55,7 +55,7 @@ int ScheduleBuilder::add_group(std::vector<int> ranks, std::string name) {
 
 OpId ScheduleBuilder::add_op(Op op) {
   if (!s_.find_stream(op.rank, op.stream)) bad(fmt::format("add_op: no stream {} on rank {}", op.stream, op.rank));
-  op.id = static_cast<OpId>(s_.ops.size());
+  op.id = next_op_id();
   for (OpId d : op.deps) check_op(d);
   s_.ops.push_back(std::move(op));
   return s_.ops.back().id;
@@ -80,13 +80,25 @@ OpId ScheduleBuilder::compute(int rank, int stream_id, OpKind kind, Where where,
 }
 
 void ScheduleBuilder::check_op(OpId op) const {
-  if (op < 0 || op >= static_cast<OpId>(s_.ops.size())) bad(fmt::format("no op {}", op));
+  if (op < 0 || op >= next_op_id()) bad(fmt::format("no op {}", op));
+}
+
+Op& ScheduleBuilder::held(OpId op) {
+  check_op(op);
+  if (op < op_base_) bad(fmt::format("op {} was already handed out (take_ops)", op));
+  return s_.ops[static_cast<size_t>(op - op_base_)];
+}
+
+std::vector<Op> ScheduleBuilder::take_ops() {
+  op_base_ = next_op_id();
+  std::vector<Op> out;
+  out.swap(s_.ops);
+  return out;
 }
 
 void ScheduleBuilder::add_dep(OpId op, OpId dep) {
-  check_op(op);
   check_op(dep);
-  s_.ops[static_cast<size_t>(op)].deps.push_back(dep);
+  held(op).deps.push_back(dep);
 }
 
 void ScheduleBuilder::add_deps(OpId op, std::span<const OpId> deps) {
@@ -118,11 +130,11 @@ P2PIds ScheduleBuilder::p2p(const P2PSpec& spec) {
 
 void ScheduleBuilder::launch_together(std::span<const OpId> ops) {
   if (ops.empty()) return;
-  for (OpId o : ops) check_op(o);
+  for (OpId o : ops) held(o);
   OpId first = *std::min_element(ops.begin(), ops.end());
-  const Op& f = s_.ops[static_cast<size_t>(first)];
+  const Op& f = held(first);
   for (OpId o : ops) {
-    Op& op = s_.ops[static_cast<size_t>(o)];
+    Op& op = held(o);
     if (!is_p2p(op.kind) || op.rank != f.rank || op.stream != f.stream)
       bad(fmt::format("launch_together: op {} is not a send/recv on rank {} stream {}", o, f.rank, f.stream));
     if (o != first) op.joined = true;
@@ -216,12 +228,11 @@ void ScheduleBuilder::set_access(OpId op, std::vector<int> reads, std::vector<in
   h.add(-1);  // separates reads from writes
   for (int b : writes) h.add(b);
   Access a{std::move(reads), std::move(writes)};
-  s_.ops[static_cast<size_t>(op)].access = access_ids_.intern(s_.accesses, std::move(a), h.h);
+  held(op).access = access_ids_.intern(s_.accesses, std::move(a), h.h);
 }
 
 void ScheduleBuilder::set_attention(OpId op, const Attention& a) {
-  check_op(op);
-  Op& o = s_.ops[static_cast<size_t>(op)];
+  Op& o = held(op);
   if (o.kind != OpKind::attn_fwd && o.kind != OpKind::attn_bwd)
     bad(fmt::format("set_attention: op {} is a {}", op, to_string(o.kind)));
   Hasher h;
@@ -231,13 +242,13 @@ void ScheduleBuilder::set_attention(OpId op, const Attention& a) {
 }
 
 void ScheduleBuilder::set_gemm(OpId op, const Gemm& g) {
-  check_op(op);
-  Op& o = s_.ops[static_cast<size_t>(op)];
+  Op& o = held(op);
   if (o.kind != OpKind::gemm) bad(fmt::format("set_gemm: op {} is a {}", op, to_string(o.kind)));
   o.detail = gemm_ids_.intern(s_.gemms, g, Hasher{}.add(g.m).add(g.n).add(g.k).h);
 }
 
 Schedule ScheduleBuilder::build() && {
+  if (op_base_ > 0) bad("build: ops were handed out by take_ops; the Schedule is not whole");
   validate(s_);
   // Growth by doubling leaves up to half the op array unused, and the engines
   // allocate their own per-op state next to it: give the slack back (a move of

@@ -126,9 +126,18 @@ class ScheduleBuilder {
   const Schedule& peek() const { return s_; }
   Schedule build() &&;  // validates; throws ScheduleError naming the first problem
 
+  // Streaming (docs/engines.md, "Streaming"): hands out the ops built since the
+  // last call (ids stay global: the next op is next_op_id()). An op handed out may
+  // still be named as a dependency but no longer changed; build() refuses a
+  // builder that handed ops out (the Schedule is no longer whole).
+  std::vector<Op> take_ops();
+  OpId next_op_id() const { return op_base_ + static_cast<OpId>(s_.ops.size()); }
+
  private:
-  void check_op(OpId op) const;
+  void check_op(OpId op) const;  // op exists (it may have been handed out)
+  Op& held(OpId op);             // op exists and is still held (not handed out)
   Schedule s_;
+  OpId op_base_ = 0;  // id of s_.ops[0]: ops before it were handed out by take_ops
   TableIndex token_set_ids_, access_ids_, attention_ids_, gemm_ids_;
 };
 

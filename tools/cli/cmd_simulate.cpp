@@ -27,7 +27,58 @@ struct Options {
   std::string trace;
   std::string schedule_file;
   std::string symmetry = "off";
+  std::string stream = "auto";
 };
+
+// What a streamed run adds to the output.
+struct StreamNote {
+  bool used = false;
+  std::string why;  // why it streamed (auto) or did not
+  engine::StreamRun::Stats stats;
+};
+
+// The report, as text or JSON: ops and ranks are what was simulated (replica 0's with
+// the data-parallel shortcut, one_replica).
+void print_report(const Options& o, const Experiment& e, const report::StepReport& rep, const std::string& generator,
+                  int64_t ops, int ranks, bool one_replica, const std::string& symmetry_line, const StreamNote& streamed) {
+  if (o.exp.json) {
+    nlohmann::json j = report::to_json(rep);
+    j["experiment"] = summary_json(e);
+    // The --set overrides as given (key -> value, the last one wins): what `ringmaster diff`
+    // shows of inputs the experiment summary does not echo (cluster fields, kernel rates).
+    nlohmann::json overrides = nlohmann::json::object();
+    for (const std::string& set : o.exp.sets)
+      if (const size_t eq = set.find('='); eq != std::string::npos) overrides[set.substr(0, eq)] = set.substr(eq + 1);
+    j["overrides"] = overrides;
+    j["engine"] = o.engine;
+    j["generator"] = generator;
+    j["ops"] = ops;
+    if (!symmetry_line.empty())
+      j["symmetry"] = {{"replicas_simulated", one_replica ? 1 : e.parallel.dp},
+                       {"replicas", e.parallel.dp},
+                       {"note", symmetry_line}};
+    if (streamed.used)
+      j["streamed"] = {{"chunks", streamed.stats.chunks},
+                       {"peak_ops_held", streamed.stats.peak_ops_held},
+                       {"note", streamed.why}};
+    else if (!streamed.why.empty())
+      j["streamed"] = {{"chunks", 0}, {"note", streamed.why}};
+    if (!o.trace.empty()) j["trace"] = o.trace;
+    std::puts(j.dump(2).c_str());
+    return;
+  }
+  std::string text = experiment_header(e);
+  text += fmt::format("schedule {}: {} ops over {} ranks; engine {}\n\n", generator, ops, ranks, o.engine);
+  if (!symmetry_line.empty()) text += "symmetry: " + symmetry_line + "\n\n";
+  if (streamed.used)
+    text += fmt::format("streamed: generated and simulated in {} chunks, at most {} ops held at once ({})\n\n",
+                        streamed.stats.chunks, streamed.stats.peak_ops_held, streamed.why);
+  else if (!streamed.why.empty())
+    text += "streamed: no: " + streamed.why + "\n\n";
+  text += report::to_text(rep);
+  if (!o.trace.empty()) text += fmt::format("\nTimeline written to {} (open it in https://ui.perfetto.dev)\n", o.trace);
+  std::fputs(text.c_str(), stdout);
+}
 
 void run(const Options& o) {
   keep_freed_memory();
@@ -40,6 +91,15 @@ void run(const Options& o) {
     throw ConfigError(fmt::format("--symmetry: expected off or dp, got \"{}\"", o.symmetry));
   if (o.symmetry == "dp" && !o.schedule_file.empty())
     throw ConfigError("--symmetry dp: a Schedule file holds every replica; give an experiment instead");
+  if (o.stream != "auto" && o.stream != "on" && o.stream != "off")
+    throw ConfigError(fmt::format("--stream: expected auto, on or off, got \"{}\"", o.stream));
+  if (o.stream == "on") {  // what a streamed run cannot give
+    if (!o.schedule_file.empty()) throw ConfigError("--stream on: a Schedule file is read whole; give an experiment instead");
+    if (!o.trace.empty()) throw ConfigError("--stream on: a streamed run keeps no Timeline to write (--trace)");
+    if (*kind != engine::EngineKind::analytic) throw ConfigError("--stream on: only the analytic engine streams");
+  }
+  const bool can_stream = o.schedule_file.empty() && o.trace.empty() && *kind == engine::EngineKind::analytic;
+  StreamNote streamed;
   std::string symmetry_line;  // what the shortcut did, when asked for
   ProgressLine progress(!o.exp.json);
   Experiment e;
@@ -54,19 +114,48 @@ void run(const Options& o) {
     pipeline::Session session;
     session.set_threads(default_threads());
     bool one = false;
-    if (o.symmetry == "dp") {  // the data-parallel shortcut (docs/engines.md, "Replica symmetry")
-      symmetry_line = generate::replica_refusal(e, session.topology(e));
-      if (symmetry_line.empty()) {
-        generate::check_fits(generate::estimate_footprint(e, generate::RunKind::simulate, true), "this simulation");
-        progress.update("building the sparsity pattern", 0, 3);
-        session.patterns(e);
-        progress.update("generating one replica's schedule", 1, 3);
-        if (auto s1 = session.one_replica_schedule(e, symmetry_line)) in = std::move(*s1), one = true;
+    const bool try_one = o.symmetry == "dp" && (symmetry_line = generate::replica_refusal(e, session.topology(e))).empty();
+    // Streaming (docs/engines.md, "Streaming"): asked for, or (auto) when the whole
+    // step will not fit in this machine's memory and a streamed run will.
+    const auto whole = generate::estimate_footprint(e, generate::RunKind::simulate, try_one);
+    const auto window = generate::estimate_stream_footprint(e, try_one);
+    const int64_t have = generate::machine_memory_bytes();
+    if (o.stream == "on") streamed.used = true, streamed.why = "asked for (--stream on)";
+    else if (o.stream == "auto" && can_stream && whole.bytes > have && window.bytes <= have)
+      streamed.used = true, streamed.why = fmt::format("the whole step needs ~{:.1f} GB ({} ops), this machine has {:.1f} GB",
+                                                       double(whole.bytes) / 1e9, whole.ops, double(have) / 1e9);
+    if (streamed.used) {
+      generate::check_fits(window, "this streamed simulation");
+      progress.update("building the sparsity pattern", 0, 3);
+      session.patterns(e);
+      const int64_t total = try_one ? generate::count_replica_ops(e) : generate::count_step_ops(e);
+      try {
+        auto run = session.simulate_streamed(e, try_one, [&](int64_t ops) {
+          progress.update(fmt::format("generating and simulating, streamed: {} of {} ops", ops, total), 1, 3);
+        });
+        streamed.stats = run.stats;
+        if (o.symmetry == "dp")
+          symmetry_line = try_one ? fmt::format("simulated 1 of {} data-parallel replicas (exact: their routes are translates)",
+                                                e.parallel.dp)
+                                  : "the full step: the data-parallel shortcut does not apply: " + symmetry_line;
+        print_report(o, e, run.report, run.generator, run.stats.ops, run.ranks, try_one, symmetry_line, streamed);
+        return;
+      } catch (const engine::StreamNotExact& x) {
+        if (o.stream == "on" || whole.bytes > have) throw ConfigError(x.what());
+        streamed = {false, std::string(x.what()) + " (so it was)", {}};
       }
+    }
+    if (try_one) {  // the data-parallel shortcut (docs/engines.md, "Replica symmetry")
+      generate::check_fits(whole, "this simulation");
+      progress.update("building the sparsity pattern", 0, 3);
+      session.patterns(e);
+      progress.update("generating one replica's schedule", 1, 3);
+      if (auto s1 = session.one_replica_schedule(e, symmetry_line)) in = std::move(*s1), one = true;
+    }
+    if (o.symmetry == "dp")
       symmetry_line = one ? fmt::format("simulated 1 of {} data-parallel replicas (exact: their routes are translates)",
                                         e.parallel.dp)
                           : "the full step: the data-parallel shortcut does not apply: " + symmetry_line;
-    }
     if (!one) {
       generate::check_fits(generate::estimate_footprint(e, generate::RunKind::simulate), "this simulation");
       progress.update("building the sparsity pattern", 0, 3);
@@ -91,35 +180,9 @@ void run(const Options& o) {
     if (s.symmetry.replicas == 1) sim.timeline.metadata["schedule_hash"] = schedule::schedule_hash(s);
     traces::write_chrome_trace(sim.timeline, o.trace);
   }
-  if (o.exp.json) {
-    nlohmann::json j = report::to_json(rep);
-    j["experiment"] = summary_json(e);
-    // The --set overrides as given (key -> value, the last one wins): what `ringmaster diff`
-    // shows of inputs the experiment summary does not echo (cluster fields, kernel rates).
-    nlohmann::json overrides = nlohmann::json::object();
-    for (const std::string& set : o.exp.sets)
-      if (const size_t eq = set.find('='); eq != std::string::npos) overrides[set.substr(0, eq)] = set.substr(eq + 1);
-    j["overrides"] = overrides;
-    j["engine"] = o.engine;
-    j["generator"] = s.generator;
-    j["ops"] = s.ops.size();
-    if (!symmetry_line.empty())
-      j["symmetry"] = {{"replicas_simulated", s.symmetry.replicas > 1 ? 1 : e.parallel.dp},
-                       {"replicas", e.parallel.dp},
-                       {"note", symmetry_line}};
-    if (!o.trace.empty()) j["trace"] = o.trace;
-    std::puts(j.dump(2).c_str());
-    return;
-  }
-  std::string text = experiment_header(e);
-  text += fmt::format("schedule {}: {} ops over {} ranks; engine {}\n\n", s.generator, s.ops.size(), s.ranks.size(),
-                      o.engine);
-  if (!symmetry_line.empty()) text += "symmetry: " + symmetry_line + "\n\n";
-  text += report::to_text(rep);
-  if (!o.trace.empty()) text += fmt::format("\nTimeline written to {} (open it in https://ui.perfetto.dev)\n", o.trace);
-  std::fputs(text.c_str(), stdout);
+  print_report(o, e, rep, s.generator, int64_t(s.ops.size()), int(s.ranks.size()), s.symmetry.replicas > 1,
+               symmetry_line, streamed);
 }
-
 }  // namespace
 
 void register_simulate(CLI::App& app) {
@@ -133,6 +196,11 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--symmetry", o->symmetry,
                   "dp: simulate one data-parallel replica for all when that is provably exact (either engine), "
                   "else the full step with a line saying why")
+      ->capture_default_str();
+  cmd->add_option("--stream", o->stream,
+                  "on: generate and simulate the step a layer at a time, holding only the ops in flight (analytic "
+                  "engine, same op times; no critical path or bound-by); auto: when the whole step would not fit "
+                  "in memory; off: never")
       ->capture_default_str();
   cmd->callback([o] { run(*o); });
 }

@@ -1,0 +1,669 @@
+#include "sim/engine/stream_run.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "sim/engine/analytic_parts.hpp"
+#include "sim/engine/exec_plan.hpp"
+#include "sim/engine/flow_network.hpp"
+#include "sim/engine/symmetry.hpp"
+#include "sim/schedule/call_shape.hpp"
+#include "sim/schedule/schedule_error.hpp"
+
+namespace rm::engine {
+
+using namespace analytic_parts;  // NOLINT: the engine's own parts
+using schedule::Op;
+using schedule::OpId;
+using schedule::OpKind;
+
+namespace {
+
+enum : uint8_t { kPosted = 1, kDone = 2, kTransfer = 4 };
+
+// The ops of one chunk and what the run keeps per op (flat arrays, by index in the chunk).
+struct Chunk {
+  OpId base = 0;
+  std::vector<Op> ops;
+  std::vector<double> compute_s, start, end;
+  std::vector<int32_t> deps_left;
+  std::vector<int32_t> run_length;  // ops in the run the op heads (0: not a head)
+  std::vector<int32_t> stream;      // index into StreamRun::Impl::streams_
+  std::vector<int64_t> link;        // p2p: the matched op (-1: not yet); collective: its call
+  std::vector<int32_t> route;       // p2p: the pair's route (set once matched)
+  std::vector<int32_t> first_dependent, last_dependent;  // per op: its list in `edges` (-1: none)
+  std::vector<uint8_t> state;
+  // Dependents of this chunk's ops, each list in id order (as RunPlan's CSR).
+  struct Edge {
+    OpId dependent;
+    int32_t next;
+  };
+  std::vector<Edge> edges;
+  int64_t done = 0;
+  double min_start = 1e300;  // the earliest start among its ops posted so far
+  size_t size() const { return ops.size(); }
+};
+
+// A stream: its ops not yet ended, in id order (the front heads the next run to end).
+struct StreamQueue {
+  std::deque<OpId> ops;
+  size_t run_left = 0;  // ops of the launched run not yet ended (0: none launched)
+  OpId last_head = -1;  // the head of the stream's last run (RunPlan's run grouping)
+};
+
+// A collective call: the k-th op of each member on (group, tag), in member order.
+struct Call {
+  std::vector<OpId> members;  // -1 until that member's op arrives
+  size_t filled = 0, arrived = 0;
+  OpId max_id = -1;
+  CallRun run;
+  std::vector<int32_t>* route_ids = nullptr;  // its call_routes_ entry
+};
+
+// Calls of one (group, tag) still being formed: call k is calls[k - k_lo].
+struct OpenCalls {
+  std::vector<int64_t> next_k;  // per member: the call its next op joins
+  int64_t k_lo = 0;
+  std::deque<int64_t> calls;
+};
+
+}  // namespace
+
+struct StreamRun::Impl {
+  Impl(const topology::Topology& t, const cost::CostModel& m, RetireSink sink)
+      : t_(t), m_(m), sink_(std::move(sink)), net_(capacities(t, m)) {}
+
+  void append(const schedule::Schedule& meta, std::vector<Op> ops, bool last);
+  Stats stats_;
+
+ private:
+  // --- where an op is
+  struct Loc {
+    Chunk* c;
+    size_t i;
+  };
+  Loc loc(OpId id) {
+    if (cached_ && id >= cached_->base && id < cached_->base + OpId(cached_->size())) return {cached_, size_t(id - cached_->base)};
+    auto it = std::upper_bound(chunks_.begin(), chunks_.end(), id, [](OpId v, const Chunk& c) { return v < c.base; });
+    Chunk& c = *(it - 1);
+    cached_ = &c;
+    return {&c, size_t(id - c.base)};
+  }
+  bool retired(OpId id) const { return id < retired_below_; }
+  bool done(OpId id) { return retired(id) || (at_state(id) & kDone); }
+  bool posted(OpId id) { return retired(id) || (at_state(id) & kPosted); }
+  uint8_t& at_state(OpId id) {
+    Loc l = loc(id);
+    return l.c->state[l.i];
+  }
+  const Op& op(OpId id) {
+    Loc l = loc(id);
+    return l.c->ops[l.i];
+  }
+
+  // --- arrival
+  void sync_meta(const schedule::Schedule& meta);
+  void add_op(const schedule::Schedule& meta, Chunk& c, size_t i);
+  int32_t stream_index(int rank, int stream);
+  void match_p2p(Chunk& c, size_t i);
+  void join_call(Chunk& c, size_t i);
+  [[noreturn]] void not_exact(const Op& o, const std::string& why) const;
+  std::string describe(const Op& o) const;
+
+  // --- the run driver's semantics (schedule/run_driver.hpp), over the chunks
+  struct Frame {
+    int64_t what;    // op or stream
+    int64_t cursor;  // complete: next edge (-1: none left); launch: next op of the run (-1: not yet launched)
+    int64_t end;     // launch: one past the run's last op (positions in the stream's queue)
+    bool launch;
+    Chunk* chunk;    // complete: the op's chunk (its edges)
+  };
+  void start_driver();
+  void complete(OpId id);
+  void drain();
+  void start_op(OpId id);
+  Frame complete_frame(OpId id) {
+    Loc l = loc(id);
+    return {id, l.c->first_dependent[l.i], 0, false, l.c};
+  }
+
+  // --- the analytic backend (as analytic.cpp's Sim)
+  void run(bool to_end);
+  bool ends_newest(bool flow) const;
+  void push(double t, Ev kind, int64_t a, int64_t b = -1) { queue_.push({t, seq_++, a, b, kind}); }
+  void post(OpId id) {
+    Loc l = loc(id);
+    l.c->start[l.i] = now_;
+    l.c->min_start = std::min(l.c->min_start, now_);
+  }
+  void start_compute(OpId id) {
+    Loc l = loc(id);
+    push(now_ + l.c->compute_s[l.i], Ev::op_done, id);
+  }
+  void start_p2p(OpId id, OpId partner);
+  void start_collective(int64_t call);
+  void start_xfer(Call& call, int64_t id, int32_t local);
+  void start_transfer(int32_t route, double bytes, Owner owner);
+  void activate(int64_t slot);
+  void begin_flow(int32_t route, double bytes, Owner owner);
+  void flow_done(int32_t f);
+  void reschedule() {
+    for (int32_t g : net_.rescheduled()) ends_.set(g, {net_.end_time(g), seq_++});
+  }
+  void xfer_done(int64_t x);
+  void op_done(OpId id) {
+    Loc l = loc(id);
+    l.c->end[l.i] = now_;
+    complete(id);
+  }
+  int32_t route(int src, int dst);
+  void retire();
+
+  const topology::Topology& t_;
+  const cost::CostModel& m_;
+  RetireSink sink_;
+
+  // The Schedule's frame, copied from the first chunk's meta (groups as they come).
+  bool started_ = false;
+  std::vector<int> gpu_of_rank_;
+  std::vector<std::vector<int32_t>> stream_ids_;  // per rank, per stream id: index into streams_ (-1: none yet)
+  std::vector<schedule::Group> groups_;
+  std::unordered_map<uint64_t, int> member_of_;  // (group << 32 | rank) -> index in the group
+  int replicas_ = 1;
+  std::unique_ptr<ReplicaRoutes> sym_;
+
+  std::deque<Chunk> chunks_;
+  Chunk* cached_ = nullptr;
+  OpId next_id_ = 0, retired_below_ = 0, newest_base_ = 0;
+  std::vector<StreamQueue> streams_;
+  std::map<std::tuple<int, int, int64_t>, std::deque<OpId>> unmatched_sends_, unmatched_recvs_;
+  std::map<std::pair<int, int64_t>, OpenCalls> open_calls_;
+  std::unordered_map<int64_t, Call> calls_;
+  int64_t call_count_ = 0;
+
+  std::vector<Frame> stack_;
+  bool draining_ = false;
+
+  FlowNetwork net_;
+  double now_ = 0;
+  CallShapes shapes_;
+  std::unordered_map<uint64_t, int32_t> route_ids_;
+  std::map<std::pair<int, const CallShape*>, std::vector<int32_t>> call_routes_;
+  std::vector<RouteCost> routes_;
+  std::vector<int> route_links_;
+  std::vector<int32_t> route_weights_;
+  std::vector<Owner> owners_;
+  std::vector<Pending> pending_;
+  std::vector<int64_t> free_pending_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  FlowEnds ends_;
+  uint64_t seq_ = 0;
+};
+
+// ---------------------------------------------------------------- arrival
+
+void StreamRun::Impl::sync_meta(const schedule::Schedule& meta) {
+  if (!started_) {
+    for (const auto& r : meta.ranks) {
+      gpu_of_rank_.push_back(r.gpu);
+      stream_ids_.emplace_back(r.streams.size(), -1);
+    }
+    replicas_ = meta.symmetry.replicas;
+    if (replicas_ > 1) sym_ = std::make_unique<ReplicaRoutes>(t_, m_, meta.symmetry);
+  }
+  if (meta.ranks.size() != gpu_of_rank_.size())
+    throw std::invalid_argument("StreamRun: the Schedule's ranks changed between chunks");
+  for (size_t g = groups_.size(); g < meta.groups.size(); ++g) {
+    groups_.push_back(meta.groups[g]);
+    const auto& ranks = groups_.back().ranks;
+    for (size_t k = 0; k < ranks.size(); ++k) member_of_[uint64_t(g) << 32 | uint32_t(ranks[k])] = int(k);
+  }
+}
+
+std::string StreamRun::Impl::describe(const Op& o) const {
+  return fmt::format("op {} (rank {} stream {}, {} {} layer {} step {})", o.id, o.rank, o.stream, schedule::to_string(o.kind),
+                     schedule::to_string(o.phase), o.layer, o.step);
+}
+
+void StreamRun::Impl::not_exact(const Op& o, const std::string& why) const {
+  throw StreamNotExact(fmt::format("streaming is not exact for this Schedule: {} {}; simulate it whole", describe(o), why));
+}
+
+int32_t StreamRun::Impl::stream_index(int rank, int stream) {
+  if (rank < 0 || size_t(rank) >= stream_ids_.size() || stream < 0 || size_t(stream) >= stream_ids_[size_t(rank)].size())
+    throw std::invalid_argument(fmt::format("StreamRun: no stream {} on rank {}", stream, rank));
+  int32_t& k = stream_ids_[size_t(rank)][size_t(stream)];
+  if (k < 0) k = int32_t(streams_.size()), streams_.emplace_back();
+  return k;
+}
+
+void StreamRun::Impl::add_op(const schedule::Schedule& meta, Chunk& c, size_t i) {
+  const Op& o = c.ops[i];
+  const OpId id = o.id;
+  // Dependencies: only those not yet ended count (an ended one has released nothing yet to this op).
+  int32_t left = 0;
+  for (OpId d : o.deps) {
+    if (d < 0 || d >= id) throw std::invalid_argument(fmt::format("StreamRun: {} depends on op {}", describe(o), d));
+    if (done(d)) continue;
+    ++left;
+    Loc l = loc(d);
+    const int32_t e = int32_t(l.c->edges.size());
+    l.c->edges.push_back({id, -1});
+    if (l.c->last_dependent[l.i] < 0) l.c->first_dependent[l.i] = e;
+    else l.c->edges[size_t(l.c->last_dependent[l.i])].next = e;
+    l.c->last_dependent[l.i] = e;
+  }
+  c.deps_left[i] = left;
+  // Stream and run.
+  const int32_t k = stream_index(o.rank, o.stream);
+  c.stream[i] = k;
+  StreamQueue& q = streams_[size_t(k)];
+  const bool stream_busy = !q.ops.empty();
+  if (q.last_head < 0 || !o.joined) {
+    q.last_head = id;
+    c.run_length[i] = 1;
+  } else {
+    if (posted(q.last_head)) not_exact(o, fmt::format("joins the run of op {}, which had already launched", q.last_head));
+    Loc h = loc(q.last_head);
+    ++h.c->run_length[h.i];
+  }
+  q.ops.push_back(id);
+  // Cost and matching.
+  if (schedule::is_compute(o.kind)) c.compute_s[i] = m_.compute_seconds(meta, o);
+  else if (schedule::is_p2p(o.kind)) match_p2p(c, i);
+  else join_call(c, i);
+  // Exactness: something not yet ended must hold the op back, so that what
+  // launches it is an event still to come (as in the whole run).
+  if (started_ && left == 0 && !stream_busy)
+    not_exact(o, "had every dependency and its stream's earlier ops ended before it was generated");
+}
+
+void StreamRun::Impl::match_p2p(Chunk& c, size_t i) {
+  const Op& o = c.ops[i];
+  const bool send = o.kind == OpKind::send;
+  const auto key = send ? std::tuple{o.rank, o.peer, o.tag} : std::tuple{o.peer, o.rank, o.tag};
+  auto& mine = send ? unmatched_sends_ : unmatched_recvs_;
+  auto& theirs = send ? unmatched_recvs_ : unmatched_sends_;
+  auto it = theirs.find(key);
+  if (it == theirs.end() || it->second.empty()) {
+    mine[key].push_back(o.id);
+    return;
+  }
+  const OpId partner = it->second.front();
+  it->second.pop_front();
+  if (it->second.empty()) theirs.erase(it);
+  if (o.peer < 0 || size_t(o.peer) >= gpu_of_rank_.size())
+    throw std::invalid_argument(fmt::format("StreamRun: {} has no peer", describe(o)));
+  const int src = gpu_of_rank_[size_t(send ? o.rank : o.peer)], dst = gpu_of_rank_[size_t(send ? o.peer : o.rank)];
+  const int32_t r = route(src, dst);
+  c.link[i] = partner;
+  c.route[i] = r;
+  Loc p = loc(partner);
+  p.c->link[p.i] = o.id;
+  p.c->route[p.i] = r;
+}
+
+void StreamRun::Impl::join_call(Chunk& c, size_t i) {
+  const Op& o = c.ops[i];
+  if (o.group < 0 || size_t(o.group) >= groups_.size())
+    throw std::invalid_argument(fmt::format("StreamRun: {} names no group", describe(o)));
+  const auto mit = member_of_.find(uint64_t(o.group) << 32 | uint32_t(o.rank));
+  if (mit == member_of_.end()) throw std::invalid_argument(fmt::format("StreamRun: {} is not in its group", describe(o)));
+  const size_t n = groups_[size_t(o.group)].ranks.size();
+  OpenCalls& oc = open_calls_[{o.group, o.tag}];
+  if (oc.next_k.empty()) oc.next_k.assign(n, 0);
+  const int64_t k = oc.next_k[size_t(mit->second)]++;
+  while (k - oc.k_lo >= int64_t(oc.calls.size())) {
+    const int64_t id = call_count_++;
+    Call& call = calls_[id];
+    call.members.assign(n, -1);
+    oc.calls.push_back(id);
+  }
+  const int64_t cid = oc.calls[size_t(k - oc.k_lo)];
+  Call& call = calls_.at(cid);
+  call.members[size_t(mit->second)] = o.id;
+  call.max_id = std::max(call.max_id, o.id);
+  ++call.filled;
+  c.link[i] = cid;
+  while (!oc.calls.empty() && calls_.at(oc.calls.front()).filled == n) oc.calls.pop_front(), ++oc.k_lo;
+}
+
+void StreamRun::Impl::append(const schedule::Schedule& meta, std::vector<Op> ops, bool last) {
+  sync_meta(meta);
+  if (!ops.empty()) {
+    Chunk& c = chunks_.emplace_back();
+    c.base = next_id_;
+    c.ops = std::move(ops);
+    const size_t n = c.ops.size();
+    c.compute_s.assign(n, 0.0);
+    c.start.assign(n, -1.0);
+    c.end.assign(n, -1.0);
+    c.deps_left.assign(n, 0);
+    c.run_length.assign(n, 0);
+    c.stream.assign(n, -1);
+    c.link.assign(n, -1);
+    c.route.assign(n, -1);
+    c.first_dependent.assign(n, -1);
+    c.last_dependent.assign(n, -1);
+    c.state.assign(n, 0);
+    for (size_t i = 0; i < n; ++i)
+      if (c.ops[i].id != c.base + OpId(i))
+        throw std::invalid_argument(fmt::format("StreamRun: op {} arrived where op {} was due", c.ops[i].id, c.base + OpId(i)));
+    next_id_ = c.base + OpId(n);
+    newest_base_ = c.base;
+    cached_ = nullptr;
+    for (size_t i = 0; i < n; ++i) add_op(meta, c, i);
+    ++stats_.chunks;
+    stats_.ops += int64_t(n);
+    int64_t held = 0;
+    for (const Chunk& h : chunks_) held += int64_t(h.size());
+    stats_.peak_ops_held = std::max(stats_.peak_ops_held, held);
+    stats_.peak_chunks_held = std::max(stats_.peak_chunks_held, int64_t(chunks_.size()));
+  }
+  if (!started_) {
+    started_ = true;
+    start_driver();
+  }
+  run(last);
+  if (!last) return;
+  retire();
+  if (!chunks_.empty()) {
+    const Chunk& c = chunks_.front();
+    for (size_t i = 0; i < c.size(); ++i)
+      if (!(c.state[i] & kDone))
+        throw schedule::ScheduleError(fmt::format("{}: never runs (the schedule deadlocks)", describe(c.ops[i])));
+  }
+}
+
+// ---------------------------------------------------------------- the driver
+
+void StreamRun::Impl::start_driver() {
+  for (size_t k = 0; k < streams_.size(); ++k) {
+    stack_.push_back({int64_t(k), -1, 0, true, nullptr});
+    drain();
+  }
+}
+
+void StreamRun::Impl::complete(OpId id) {
+  uint8_t& st = at_state(id);
+  if (!(st & kPosted) || (st & kDone))
+    throw std::logic_error(fmt::format("stream run: op {} completed {}", id, (st & kDone) ? "twice" : "before it was posted"));
+  // The analytic backend ends ops from its events only, never inside a start hook.
+  if (draining_) throw std::logic_error(fmt::format("stream run: op {} completed inside a start hook", id));
+  st |= kDone;
+  ++loc(id).c->done;
+  stack_.push_back(complete_frame(id));
+  drain();
+}
+
+void StreamRun::Impl::drain() {
+  struct Guard {
+    Impl& d;
+    ~Guard() { d.draining_ = false, d.stack_.clear(); }
+  } guard{*this};
+  draining_ = true;
+  while (!stack_.empty()) {
+    Frame& f = stack_.back();
+    if (!f.launch) {  // complete(op): release its dependents, then its stream
+      if (f.cursor >= 0) {
+        const Chunk::Edge e = f.chunk->edges[size_t(f.cursor)];
+        f.cursor = e.next;
+        Loc d = loc(e.dependent);
+        if (--d.c->deps_left[d.i] == 0) stack_.push_back({d.c->stream[d.i], -1, 0, true, nullptr});
+        continue;
+      }
+      const OpId id = f.what;
+      stack_.pop_back();
+      Loc l = loc(id);
+      const auto k = size_t(l.c->stream[l.i]);
+      StreamQueue& q = streams_[k];
+      if (--q.run_left == 0) {
+        const OpId head = q.ops.front();
+        Loc h = loc(head);
+        const auto len = size_t(h.c->run_length[h.i]);
+        q.ops.erase(q.ops.begin(), q.ops.begin() + std::ptrdiff_t(len));
+        stack_.push_back({int64_t(k), -1, 0, true, nullptr});
+      }
+      continue;
+    }
+    const auto k = size_t(f.what);
+    StreamQueue& q = streams_[k];
+    if (f.cursor < 0) {  // launch the stream's next run if it can
+      if (q.run_left > 0 || q.ops.empty()) {
+        stack_.pop_back();
+        continue;
+      }
+      Loc h = loc(q.ops.front());
+      const auto len = size_t(h.c->run_length[h.i]);
+      if (q.ops.size() < len) throw std::logic_error("stream run: a run longer than its stream");
+      bool ready = true;
+      for (size_t i = 0; i < len && ready; ++i) {
+        Loc o = loc(q.ops[i]);
+        ready = o.c->deps_left[o.i] == 0;
+      }
+      if (!ready) {
+        stack_.pop_back();
+        continue;
+      }
+      q.run_left = len;
+      f.cursor = 0;
+      f.end = int64_t(len);
+      for (size_t i = 0; i < len; ++i) {
+        at_state(q.ops[i]) |= kPosted;
+        post(q.ops[i]);
+      }
+      continue;
+    }
+    if (f.cursor < f.end) {
+      const OpId id = q.ops[size_t(f.cursor++)];
+      if (f.cursor == f.end) stack_.pop_back();
+      start_op(id);
+      continue;
+    }
+    stack_.pop_back();
+  }
+}
+
+void StreamRun::Impl::start_op(OpId id) {
+  Loc l = loc(id);
+  const Op& o = l.c->ops[l.i];
+  if (schedule::is_compute(o.kind)) {
+    start_compute(id);
+  } else if (schedule::is_p2p(o.kind)) {
+    const OpId partner = l.c->link[l.i];
+    if (partner < 0 || !posted(partner) || (l.c->state[l.i] & kTransfer)) return;
+    l.c->state[l.i] |= kTransfer;
+    at_state(partner) |= kTransfer;
+    start_p2p(id, partner);
+  } else {
+    const int64_t c = l.c->link[l.i];
+    Call& call = calls_.at(c);
+    if (++call.arrived == call.members.size()) start_collective(c);
+  }
+}
+
+// ---------------------------------------------------------------- the backend
+
+// Whether the next event (a flow end when `flow`) would end an op of the newest
+// chunk: the run stops there until the next chunk has arrived.
+bool StreamRun::Impl::ends_newest(bool flow) const {
+  auto of_call = [&](int64_t x) { return calls_.at(xfer_call(x)).max_id >= newest_base_; };
+  if (flow) {
+    const Owner& o = owners_[size_t(ends_.top())];
+    return o.b >= 0 ? std::max(o.a, o.b) >= newest_base_ : of_call(o.a);
+  }
+  const Event& e = queue_.top();
+  switch (e.kind) {
+    case Ev::op_done: return e.a >= newest_base_;
+    case Ev::p2p_done: return std::max(e.a, e.b) >= newest_base_;
+    case Ev::xfer_done: return of_call(e.a);
+    case Ev::activate: return false;
+  }
+  return false;
+}
+
+void StreamRun::Impl::run(bool to_end) {
+  while (!queue_.empty() || !ends_.empty()) {
+    const bool flow =
+        !ends_.empty() && (queue_.empty() || ends_.key(ends_.top()) < FlowEnds::Key{queue_.top().t, queue_.top().seq});
+    if (!to_end && ends_newest(flow)) return;
+    if (flow) {
+      const int32_t f = ends_.top();
+      now_ = ends_.key(f).t;
+      ends_.pop();
+      flow_done(f);
+    } else {
+      const Event e = queue_.top();
+      queue_.pop();
+      now_ = e.t;
+      switch (e.kind) {
+        case Ev::op_done: op_done(e.a); break;
+        case Ev::p2p_done: op_done(e.a), op_done(e.b); break;
+        case Ev::xfer_done: xfer_done(e.a); break;
+        case Ev::activate: activate(e.a); break;
+      }
+    }
+    retire();
+  }
+}
+
+void StreamRun::Impl::retire() {
+  while (!chunks_.empty() && chunks_.front().done == int64_t(chunks_.front().size())) {
+    Chunk& c = chunks_.front();
+    // Ops not yet posted start at now_ or later.
+    double safe = now_;
+    for (size_t k = 1; k < chunks_.size(); ++k) safe = std::min(safe, chunks_[k].min_start);
+    sink_(RetiredChunk{c.ops, c.start, c.end, safe});
+    retired_below_ = c.base + OpId(c.size());
+    if (cached_ == &c) cached_ = nullptr;
+    chunks_.pop_front();
+  }
+}
+
+void StreamRun::Impl::start_p2p(OpId id, OpId partner) {
+  Loc l = loc(id);
+  const Op& o = l.c->ops[l.i];
+  const double bytes = double(o.kind == OpKind::send ? o.bytes : op(partner).bytes);
+  start_transfer(l.c->route[l.i], bytes, {id, partner});
+}
+
+void StreamRun::Impl::start_collective(int64_t c) {
+  Call& call = calls_.at(c);
+  const Op& first = op(call.members.front());
+  begin_call(schedule::call_shape_key(first, groups_[size_t(first.group)], replicas_, int(call.members.size())), call.run,
+             shapes_);
+  auto& ids = call_routes_[{first.group, call.run.shape.get()}];
+  if (ids.empty()) ids.assign(call.run.plan().size(), -1);
+  call.route_ids = &ids;
+  for (size_t i = 0; i < call.members.size(); ++i)
+    if (call.run.member_left[i] == 0) push(now_, Ev::op_done, call.members[i]);
+  for (size_t i = 0; i < call.run.plan().size(); ++i)
+    if (call.run.deps_left[i] == 0) start_xfer(call, c, int32_t(i));
+  if (call.run.plan().empty()) calls_.erase(c);
+}
+
+void StreamRun::Impl::start_xfer(Call& call, int64_t id, int32_t local) {
+  const auto& pt = call.run.plan()[size_t(local)];
+  int32_t& r = (*call.route_ids)[size_t(local)];
+  if (r < 0) {
+    auto gpu = [&](int m) {
+      const int g = gpu_of_rank_[size_t(op(call.members[size_t(call.run.slot(m))]).rank)];
+      return call.run.fold > 0 ? sym_->translate(g, m / call.run.fold) : g;
+    };
+    r = route(gpu(pt.src), gpu(pt.dst));
+  }
+  start_transfer(r, pt.bytes, {xfer_id(id, local), -1});
+}
+
+void StreamRun::Impl::start_transfer(int32_t route, double bytes, Owner owner) {
+  const RouteCost& rc = routes_[size_t(route)];
+  if (rc.link_count == 0) {
+    push(now_ + bytes / m_.local_copy_rate_Bps(), owner.b >= 0 ? Ev::p2p_done : Ev::xfer_done, owner.a, owner.b);
+    return;
+  }
+  if (rc.latency_s > 0) {
+    int64_t slot;
+    if (free_pending_.empty()) {
+      slot = int64_t(pending_.size());
+      pending_.emplace_back();
+    } else {
+      slot = free_pending_.back();
+      free_pending_.pop_back();
+    }
+    pending_[size_t(slot)] = {owner, bytes, route};
+    push(now_ + rc.latency_s, Ev::activate, slot);
+    return;
+  }
+  begin_flow(route, bytes, owner);
+}
+
+void StreamRun::Impl::activate(int64_t slot) {
+  const Pending p = pending_[size_t(slot)];
+  free_pending_.push_back(slot);
+  begin_flow(p.route, p.bytes, p.owner);
+}
+
+void StreamRun::Impl::begin_flow(int32_t route, double bytes, Owner owner) {
+  const RouteCost& rc = routes_[size_t(route)];
+  const auto links = std::span<const int>(route_links_).subspan(size_t(rc.link_begin), size_t(rc.link_count));
+  const int32_t f =
+      sym_ ? net_.start(links, std::span<const int32_t>(route_weights_).subspan(size_t(rc.link_begin), size_t(rc.link_count)),
+                        bytes, now_)
+           : net_.start(links, bytes, now_);
+  if (size_t(f) >= owners_.size()) owners_.resize(size_t(f) + 1);
+  owners_[size_t(f)] = owner;
+  reschedule();
+}
+
+void StreamRun::Impl::flow_done(int32_t f) {
+  const Owner o = owners_[size_t(f)];
+  net_.finish(f, now_);
+  reschedule();
+  if (o.b >= 0) op_done(o.a), op_done(o.b);
+  else xfer_done(o.a);
+}
+
+void StreamRun::Impl::xfer_done(int64_t x) {
+  const int64_t c = xfer_call(x);
+  const int32_t local = xfer_local(x);
+  Call& call = calls_.at(c);  // unordered_map: references stay valid while others come and go
+  const auto& pt = call.run.plan()[size_t(local)];
+  for (int m : {call.run.slot(pt.src), call.run.slot(pt.dst)})
+    if (--call.run.member_left[size_t(m)] == 0) op_done(call.members[size_t(m)]);
+  call.run.release_dependents(local, [&](int32_t d) { start_xfer(call, c, d); });
+  call.run.end_xfer();
+  if (call.run.xfers_left == 0) calls_.erase(c);
+}
+
+int32_t StreamRun::Impl::route(int src, int dst) {
+  const uint64_t key = uint64_t(uint32_t(src)) << 32 | uint32_t(dst);
+  auto [it, fresh] = route_ids_.try_emplace(key, int32_t(routes_.size()));
+  if (fresh) {
+    RouteCost rc{int32_t(route_links_.size()), 0, 0.0};
+    std::string why;
+    rc.latency_s = append_route(t_, m_, sym_.get(), src, dst, route_links_, route_weights_, why);
+    if (!why.empty()) throw schedule::ScheduleError("the data-parallel shortcut is not exact here: " + why);
+    rc.link_count = int32_t(route_links_.size()) - rc.link_begin;
+    routes_.push_back(rc);
+  }
+  return it->second;
+}
+
+// ---------------------------------------------------------------- StreamRun
+
+StreamRun::StreamRun(const topology::Topology& t, const cost::CostModel& m, RetireSink sink)
+    : impl_(std::make_unique<Impl>(t, m, std::move(sink))) {}
+StreamRun::~StreamRun() = default;
+void StreamRun::append(const schedule::Schedule& meta, std::vector<Op> ops, bool last) {
+  impl_->append(meta, std::move(ops), last);
+}
+const StreamRun::Stats& StreamRun::stats() const { return impl_->stats_; }
+
+}  // namespace rm::engine

@@ -1,0 +1,76 @@
+// Streaming: the analytic engine over a Schedule handed to it in chunks as the
+// generator builds it (generate::generate_step_chunks), holding only the ops in
+// flight. A chunk stays until every op of it and of the chunks before it has
+// ended; then it goes to the caller (RetireSink: ops and times, in op order)
+// and is freed. So a step too large to hold (4,096 GPUs at cp = 1,024: 545M ops
+// per replica) runs in the memory of a few layers.
+//
+// Exact, or refused: the run takes every decision the whole-Schedule run
+// (analytic.hpp) takes, in the same order, so each op's times are the same bit
+// for bit — provided every op arrives before it could have started. The run
+// stops before it would end an op of the newest chunk, asks for the next chunk
+// and checks each op as it arrives: an op whose dependencies and stream
+// predecessors had all ended already (it would have started in the past, and
+// may have shared links with flows simulated without it) throws StreamNotExact.
+// Generated steps cut at layer boundaries never do (tests/sim/stream_run_test.cpp
+// compares every op's times with the whole run); ZeRO-3's parameter prefetch,
+// which waits for nothing but its stream, would, and is refused that way.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "sim/cost/cost_model.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "sim/topology/topology.hpp"
+
+namespace rm::engine {
+
+// The streamed run cannot be exact for this Schedule (see above); the message names the op.
+class StreamNotExact : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A chunk whose ops have all ended, handed back in op order (ids ops[0].id, +1, ...).
+struct RetiredChunk {
+  std::span<const schedule::Op> ops;
+  std::span<const double> start, end;  // per op, seconds from 0
+  double safe_before = 0;              // every op not yet handed back starts at or after it
+};
+using RetireSink = std::function<void(const RetiredChunk&)>;
+
+class StreamRun {
+ public:
+  // t, m and sink must outlive the run.
+  StreamRun(const topology::Topology& t, const cost::CostModel& m, RetireSink sink);
+  ~StreamRun();
+  StreamRun(const StreamRun&) = delete;
+  StreamRun& operator=(const StreamRun&) = delete;
+
+  // The next chunk: ops with ids continuing the last chunk's. meta is the
+  // Schedule so far without its ops (ranks, streams, groups, symmetry and the
+  // descriptor tables the ops refer to); it is read during the call only.
+  // Runs the engine as far as it can go without the next chunk; with last, to
+  // the end (throws schedule::ScheduleError naming an op that never ran).
+  // Throws StreamNotExact (above), std::invalid_argument on ids out of order.
+  void append(const schedule::Schedule& meta, std::vector<schedule::Op> ops, bool last);
+
+  struct Stats {
+    int64_t ops = 0;            // appended
+    int64_t chunks = 0;         // appended
+    int64_t peak_ops_held = 0;  // the most ops held at once (chunks not yet retired)
+    int64_t peak_chunks_held = 0;
+  };
+  const Stats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rm::engine

@@ -1,0 +1,239 @@
+// Streaming (sim/engine/stream_run.hpp, report/stream_report.hpp, docs/engines.md
+// "Streaming") against the whole run on cases small enough to run both: the
+// chunks are generate_step's ops op for op, every op's start and end equal the
+// whole analytic run's bit for bit, and the streamed report equals
+// fast_step_report's figures exactly. Where an op arrives after it could have
+// started (ZeRO-3's prefetch, a Schedule cut anywhere) the run must refuse
+// rather than answer differently: random cuts of random Schedules either equal
+// the whole run or throw StreamNotExact.
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "sim/config/config_store.hpp"
+#include "sim/cost/cost_model.hpp"
+#include "sim/engine/analytic.hpp"
+#include "sim/engine/stream_run.hpp"
+#include "sim/generate/generate.hpp"
+#include "sim/pipeline/pipeline.hpp"
+#include "sim/report/stream_report.hpp"
+#include "sim/schedule/builder.hpp"
+#include "tests/support/symmetry_cases.hpp"
+#include "tests/support/synthetic_schedules.hpp"
+
+namespace rm::engine {
+namespace {
+
+using test::joined;
+
+// What a streamed run gave: every op's times by id, and how many chunks came back.
+struct Streamed {
+  OpTimes times;
+  int retired = 0;
+  StreamRun::Stats stats;
+};
+
+// Streams `chunks` (ops with consecutive ids) of a Schedule whose frame is `meta`.
+Streamed stream(const schedule::Schedule& meta, const std::vector<std::vector<schedule::Op>>& chunks,
+                const topology::Topology& topo, const cost::CostModel& cost) {
+  Streamed out;
+  std::vector<std::pair<size_t, double>> safe;  // (ops handed back before, safe_before)
+  StreamRun run(topo, cost, [&](const RetiredChunk& c) {
+    ++out.retired;
+    for (size_t i = 0; i < c.ops.size(); ++i) {
+      EXPECT_EQ(c.ops[i].id, OpId(out.times.start.size()));
+      out.times.start.push_back(c.start[i]);
+      out.times.end.push_back(c.end[i]);
+    }
+    safe.emplace_back(out.times.start.size(), c.safe_before);
+  });
+  for (size_t k = 0; k < chunks.size(); ++k) run.append(meta, chunks[k], k + 1 == chunks.size());
+  out.stats = run.stats();
+  // safe_before holds: no op handed back later started before it (the report's sweep relies on it).
+  for (const auto& [from, before] : safe)
+    for (size_t i = from; i < out.times.start.size(); ++i)
+      if (out.times.start[i] < before) {
+        ADD_FAILURE() << "op " << i << " starts at " << out.times.start[i] << ", before safe_before " << before;
+        break;
+      }
+  return out;
+}
+
+void expect_same_times(const OpTimes& whole, const OpTimes& streamed) {
+  ASSERT_EQ(whole.start.size(), streamed.start.size());
+  int differ = 0;
+  for (size_t i = 0; i < whole.start.size(); ++i)
+    if (whole.start[i] != streamed.start[i] || whole.end[i] != streamed.end[i])
+      if (++differ <= 3)
+        ADD_FAILURE() << "op " << i << ": whole " << whole.start[i] << " .. " << whole.end[i] << ", streamed "
+                      << streamed.start[i] << " .. " << streamed.end[i];
+  EXPECT_EQ(differ, 0);
+}
+
+// The generated step, whole and streamed (with the data-parallel shortcut when one).
+void expect_streams_exactly(const std::vector<std::string>& sets, bool one = false) {
+  SCOPED_TRACE(joined(sets));
+  const Experiment e = test::symmetry_experiment(sets);
+  pipeline::Session session;
+  const schedule::Schedule whole = one ? test::one_replica(session, e) : session.schedule(e);
+  const auto& topo = session.topology(e);
+  const auto cost = cost::CostModel::for_experiment(e);
+
+  // The chunks are the whole Schedule's ops, in order, cut at layer boundaries.
+  std::vector<std::vector<schedule::Op>> chunks;
+  schedule::Schedule meta;
+  generate::generate_step_chunks(e, session.patterns(e), topo, &session.work(),
+                                 one ? generate::Replicas::one : generate::Replicas::all,
+                                 [&](const schedule::Schedule& m, std::vector<schedule::Op> ops, bool) {
+                                   chunks.push_back(std::move(ops));
+                                   meta = m;
+                                 });
+  std::vector<schedule::Op> all;
+  for (const auto& c : chunks) all.insert(all.end(), c.begin(), c.end());
+  ASSERT_EQ(all.size(), whole.ops.size());
+  for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], whole.ops[i]) << schedule::describe(whole, OpId(i));
+  if (e.scope == Scope::step) EXPECT_GE(chunks.size(), size_t(2 * e.model.layers));
+  meta.ops.clear();
+
+  const OpTimes t = run_analytic(whole, topo, cost);
+  const Streamed s = stream(meta, chunks, topo, cost);
+  expect_same_times(t, s.times);
+  EXPECT_EQ(s.retired, int(std::count_if(chunks.begin(), chunks.end(), [](const auto& c) { return !c.empty(); })));
+  EXPECT_LT(s.stats.peak_ops_held, int64_t(whole.ops.size()));  // never the whole step at once
+
+  // The report, figure for figure.
+  const auto whole_rep = pipeline::simulate_schedule(e, whole, topo, EngineKind::analytic, pipeline::WithTimeline::no).report;
+  const auto sr = session.simulate_streamed(e, one).report;
+  EXPECT_EQ(sr.step_time_s, whole_rep.step_time_s);
+  EXPECT_EQ(sr.tokens_per_s, whole_rep.tokens_per_s);
+  EXPECT_EQ(sr.gpus, whole_rep.gpus);
+  EXPECT_EQ(sr.model_flops, whole_rep.model_flops);
+  EXPECT_EQ(sr.executed_flops, whole_rep.executed_flops);
+  EXPECT_EQ(sr.mfu, whole_rep.mfu);
+  EXPECT_EQ(sr.hfu, whole_rep.hfu);
+  EXPECT_EQ(sr.imbalance.worker, whole_rep.imbalance.worker);
+  EXPECT_EQ(sr.imbalance.step, whole_rep.imbalance.step);
+  EXPECT_EQ(sr.imbalance.step_measured, whole_rep.imbalance.step_measured);
+  ASSERT_EQ(sr.breakdown.per_rank.size(), whole_rep.breakdown.per_rank.size());
+  for (size_t r = 0; r < sr.breakdown.per_rank.size(); ++r) {
+    EXPECT_EQ(sr.breakdown.per_rank[r].compute_s, whole_rep.breakdown.per_rank[r].compute_s) << "rank " << r;
+    EXPECT_EQ(sr.breakdown.per_rank[r].exposed_comm_s, whole_rep.breakdown.per_rank[r].exposed_comm_s) << "rank " << r;
+    EXPECT_EQ(sr.breakdown.per_rank[r].idle_s, whole_rep.breakdown.per_rank[r].idle_s) << "rank " << r;
+  }
+  EXPECT_EQ(sr.breakdown.mean.idle_s, whole_rep.breakdown.mean.idle_s);
+  EXPECT_EQ(sr.memory.peak_bytes, whole_rep.memory.peak_bytes);
+  EXPECT_FALSE(sr.critical_path_traced);
+  EXPECT_TRUE(whole_rep.critical_path_traced);
+}
+
+TEST(StreamRun, GeneratedStepsStreamExactly) {
+  expect_streams_exactly({"scope=step"});
+  expect_streams_exactly({"scope=step", "parallel.cp=8", "parallel.dp=4"});
+  expect_streams_exactly({"scope=step", "parallel.cp=4", "parallel.hp=2", "parallel.dp=4", "parallel.zero_stage=1"});
+  expect_streams_exactly({"scope=step", "parallel.cp=8", "parallel.dp=2", "parallel.zero_stage=2", "parallel.checkpoint=full"});
+  expect_streams_exactly({"scope=step", "parallel.cp=4", "parallel.tp=2", "parallel.dp=4", "parallel.checkpoint=selective"});
+  expect_streams_exactly({"scope=step", "parallel.cp=8", "parallel.hp=4", "parallel.ring=double_ring", "parallel.window=2"});
+  expect_streams_exactly({"scope=step", "parallel.cp=16", "parallel.dp=2", "parallel.partition=zigzag", "parallel.ring=ring"});
+  expect_streams_exactly({"scope=step", "parallel.cp=1", "parallel.hp=8", "parallel.dp=4"});  // Ulysses
+  expect_streams_exactly({"scope=step", "parallel.cp=8", "parallel.dp=4", "workload.pattern=dense-causal",
+                          "parallel.partition=zigzag", "parallel.ring=ring"});
+  expect_streams_exactly({"scope=layer"});
+  expect_streams_exactly({"scope=attention_fwd_bwd", "parallel.cp=8", "parallel.dp=4"});
+}
+
+TEST(StreamRun, OneReplicaStepsStreamExactly) {
+  expect_streams_exactly({"scope=step", "parallel.dp=4", "parallel.cp=8"}, true);
+  expect_streams_exactly({"scope=step", "parallel.dp=2", "parallel.cp=4", "parallel.hp=2", "parallel.zero_stage=1"}, true);
+  expect_streams_exactly({"scope=step", "parallel.dp=8", "parallel.cp=4", "parallel.zero_stage=2"}, true);
+}
+
+// ZeRO-3's parameter gathers wait for nothing but their stream: the whole run
+// issues every layer's at the start, before a streamed run has generated them.
+TEST(StreamRun, RefusesWhatItCannotRunExactly) {
+  const Experiment e =
+      test::symmetry_experiment({"scope=step", "parallel.dp=2", "parallel.cp=4", "parallel.zero_stage=3"});
+  pipeline::Session session;
+  try {
+    session.simulate_streamed(e, false);
+    FAIL() << "expected StreamNotExact";
+  } catch (const StreamNotExact& x) {
+    EXPECT_NE(std::string(x.what()).find("all_gather"), std::string::npos) << x.what();
+    EXPECT_NE(std::string(x.what()).find("simulate it whole"), std::string::npos) << x.what();
+  }
+}
+
+// Random Schedules cut at random places: equal to the whole run, or refused.
+TEST(StreamRun, RandomCutsEqualTheWholeRunOrAreRefused) {
+  auto cfg = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "test");
+  const Cluster cluster = parse_cluster(JsonReader(cfg.json, cfg.source));
+  const topology::Topology topo(cluster);
+  const cost::CostModel model(cluster, load_attention_kernel(ConfigStore(), "block_sparse", cluster.gpu));
+  std::mt19937_64 rng(7);
+  int exact = 0, refused = 0;
+  for (int round = 0; round < 60; ++round) {
+    const schedule::Schedule s = round % 3 == 2 ? ring_schedule({8, 0, 20, 3e10, 1 << 20, 5})
+                                                : random_schedule({uint64_t(round + 1), 6 + round % 11, 300});
+    const OpTimes whole = run_analytic(s, topo, model);
+    // Cuts: a few random ones (sometimes none: one chunk must always be exact).
+    std::vector<size_t> cuts{0};
+    const int n_cuts = round % 4 == 0 ? 0 : 1 + int(rng() % 6);
+    for (int k = 0; k < n_cuts; ++k) cuts.push_back(1 + rng() % (s.ops.size() - 1));
+    cuts.push_back(s.ops.size());
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::vector<std::vector<schedule::Op>> chunks;
+    for (size_t k = 0; k + 1 < cuts.size(); ++k)
+      chunks.emplace_back(s.ops.begin() + std::ptrdiff_t(cuts[k]), s.ops.begin() + std::ptrdiff_t(cuts[k + 1]));
+    schedule::Schedule meta = s;
+    meta.ops.clear();
+    try {
+      const Streamed st = stream(meta, chunks, topo, model);
+      expect_same_times(whole, st.times);
+      ++exact;
+      if (n_cuts == 0) EXPECT_EQ(st.stats.chunks, 1);
+    } catch (const StreamNotExact&) {
+      EXPECT_GT(n_cuts, 0) << "one chunk is the whole run: it is always exact";
+      ++refused;
+    }
+  }
+  // Both outcomes occur, so the oracle compares something either way.
+  EXPECT_GT(exact, 15);
+  EXPECT_GT(refused, 0);
+}
+
+TEST(StreamRun, ChunksMustContinueTheIds) {
+  const schedule::Schedule s = ring_schedule({4, 0, 3, 1e10, 1 << 20, 0});
+  auto cfg = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "test");
+  const Cluster cluster = parse_cluster(JsonReader(cfg.json, cfg.source));
+  const topology::Topology topo(cluster);
+  const cost::CostModel model(cluster, load_attention_kernel(ConfigStore(), "block_sparse", cluster.gpu));
+  StreamRun run(topo, model, [](const RetiredChunk&) {});
+  schedule::Schedule meta = s;
+  meta.ops.clear();
+  std::vector<schedule::Op> late(s.ops.begin() + 1, s.ops.end());
+  EXPECT_THROW(run.append(meta, late, true), std::invalid_argument);
+}
+
+TEST(ScheduleBuilder, TakeOpsHandsOutOpsAndKeepsIdsGlobal) {
+  schedule::ScheduleBuilder b;
+  const int r = b.add_rank(0);
+  const int st = b.add_stream(r, schedule::StreamKind::compute);
+  const OpId a = b.compute(r, st, schedule::OpKind::gemm, {}, {1e9, 0, 1});
+  const OpId c = b.compute(r, st, schedule::OpKind::gemm, {}, {1e9, 0, 1}, {a});
+  auto first = b.take_ops();
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[1].id, c);
+  EXPECT_EQ(b.next_op_id(), 2);
+  const OpId d = b.compute(r, st, schedule::OpKind::gemm, {}, {1e9, 0, 1}, {c});  // a handed-out dep is fine
+  EXPECT_EQ(d, 2);
+  EXPECT_THROW(b.add_dep(c, a), std::invalid_argument);                // a handed-out op is not changed
+  EXPECT_THROW(b.set_gemm(a, {1, 1, 1}), std::invalid_argument);
+  EXPECT_THROW(b.compute(r, st, schedule::OpKind::gemm, {}, {}, {7}), std::invalid_argument);  // no op 7 yet
+  EXPECT_THROW(std::move(b).build(), std::invalid_argument);           // not whole any more
+}
+
+}  // namespace
+}  // namespace rm::engine
