@@ -11,7 +11,9 @@
 #include <fmt/format.h>
 
 #include "sim/config/json_reader.hpp"
+#include "sim/generate/generate.hpp"
 #include "sim/placement/device_map.hpp"
+#include "sim/placement/work_cache.hpp"
 #include "sim/sparsity/tile_cost.hpp"
 
 namespace rm::generate {
@@ -139,13 +141,17 @@ int64_t topology_bytes(const Experiment& e, int64_t ops) {
 
 // The attention work the generator reads: per distinct head pattern a cp x cp
 // table of pair costs (placement::WorkCache), per (layer, head rank, tensor rank) their sums.
-int64_t pair_cost_bytes(const Experiment& e, bool every_layer) {
+// capped: the per-pattern matrices that head_rank_pairs keeps stay under the work
+// cache's budget (placement::WorkCache::matrix_budget); the step generator's path.
+int64_t pair_cost_bytes(const Experiment& e, bool every_layer, bool capped = false) {
   const int64_t cp = e.parallel.cp, pairs = cp * cp * int64_t(sizeof(sparsity::TileCost));
   const int64_t layers = every_layer ? e.model.layers : 1;
   const std::string kind = e.workload.pattern.is_object() ? e.workload.pattern.value("kind", "") : "";
   const bool one_pattern = kind == "dense_causal" || kind == "dense_full" || kind == "sliding_window" || kind == "a_shape";
   const int64_t patterns = one_pattern ? 1 : layers * e.model.heads;
-  return (patterns + layers * e.parallel.hp * e.parallel.tp) * pairs;
+  const int64_t kept = capped ? std::min(patterns * pairs, placement::WorkCache::kDefaultMatrixBudget + pairs)
+                               : patterns * pairs;
+  return kept + layers * e.parallel.hp * e.parallel.tp * pairs;
 }
 
 // With the shortcut the engine plans each collective over a group spanning replicas
@@ -182,23 +188,40 @@ Footprint estimate_footprint(const Experiment& e, RunKind kind, bool one_replica
   return f;
 }
 
-// A streamed run (docs/engines.md, "Streaming") holds the chunks in flight: a chunk is
-// a layer's forward or its backward (with the recomputation), and the engine asks for
-// the next chunk when the newest starts to end, so the window is counted as two whole
-// layers (forward, recomputation and backward: three or more chunks). Per op: the Op,
-// the engine's per-op arrays and dependents, the report's intervals until they are swept
-// (~250 bytes), with the builder's growth slack; measured in docs/engines.md.
+// A streamed run (docs/engines.md, "Streaming") holds the chunks in flight: with
+// layer chunks a layer's forward or its backward (with the recomputation), and the
+// engine asks for the next chunk when the newest starts to end, so the window is
+// counted as two whole layers; with ring-step chunks (ring_step_cuts_apply) the
+// layer's ops outside its rings twice, plus kStreamRingSteps steps of its largest
+// ring. Per op: the Op, the engine's per-op arrays and dependents, the report's
+// intervals until they are swept (~250 bytes), with growth slack; docs/engines.md
+// has the measured figures.
 constexpr int64_t kStreamBytesPerOp = 480;
+constexpr int64_t kStreamRingSteps = 16;
 
 Footprint estimate_stream_footprint(const Experiment& e, bool one_replica) {
   const Counter c(e);
   const int64_t dp = one_replica ? e.parallel.dp : 1;
   const int64_t ranks = e.parallel.world() / dp;
+  const bool per_layer = e.scope == Scope::step || e.scope == Scope::layer;
+  const int64_t layer = per_layer ? c.layer() : c.count();
   Footprint f;
-  f.ops = 2 * (e.scope == Scope::step || e.scope == Scope::layer ? c.layer() : c.count()) / dp;
+  if (ring_step_cuts_apply(e, one_replica ? Replicas::one : Replicas::all)) {
+    // One context group: the layer's ops outside its rings, and a ring step's ops.
+    int64_t ring_f = 0, ring_b = 0;
+    for (const RingShape& sh : c.shapes) ring_f += ring_ops(sh, e.parallel.cp, false), ring_b += ring_ops(sh, e.parallel.cp, true);
+    const bool recompute_ring = per_layer && e.parallel.checkpoint == Checkpoint::full;
+    const bool backward = e.scope != Scope::attention_fwd;
+    const int64_t rings = ring_f * (recompute_ring ? 2 : 1) + (backward ? ring_b : 0);
+    const int64_t K = c.shapes.empty() ? 1 : c.shapes.front().O * c.shapes.front().I;
+    const int64_t outside = std::max<int64_t>(layer - rings, 0) / dp;
+    f.ops = 2 * outside + kStreamRingSteps * ((std::max(ring_f, ring_b) / dp + K - 1) / K);
+  } else {
+    f.ops = 2 * layer / dp;
+  }
   // The report's forward-attention rows: per (layer, ring step) a planned and a measured figure per rank.
   const int64_t rows = int64_t(e.scope == Scope::step ? e.model.layers : 1) * e.parallel.cp;
-  f.bytes = kBaseBytes + f.ops * kStreamBytesPerOp + ranks * kBytesPerRank + pair_cost_bytes(e, e.scope == Scope::step) +
+  f.bytes = kBaseBytes + f.ops * kStreamBytesPerOp + ranks * kBytesPerRank + pair_cost_bytes(e, e.scope == Scope::step, true) +
             topology_bytes(e, f.ops) + rows * ranks * 2 * int64_t(sizeof(double));
   if (one_replica && e.scope == Scope::step) {
     // Calls in flight over groups spanning replicas: a few at once, not every call of the step.

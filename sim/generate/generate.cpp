@@ -231,12 +231,13 @@ schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityMo
 }
 
 void generate_step_chunks(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
-                          placement::WorkCache* cache, Replicas replicas, const ChunkSink& sink) {
+                          placement::WorkCache* cache, Replicas replicas, const ChunkSink& sink, bool ring_steps) {
   StepContext ctx(e, patterns, topo, cache, replicas == Replicas::one);
   ctx.cut = [&] {
     std::vector<schedule::Op> ops = ctx.b.take_ops();
     if (!ops.empty()) sink(ctx.b.peek(), std::move(ops), false);
   };
+  ctx.cut_ring_steps = ring_steps && ring_step_cuts_apply(e, replicas);
   emit_scope(ctx);
   sink(ctx.b.peek(), ctx.b.take_ops(), true);
 }
@@ -244,6 +245,11 @@ void generate_step_chunks(const Experiment& e, const sparsity::SparsityModel& pa
 }  // namespace rm::generate
 
 namespace rm::generate {
+
+bool ring_step_cuts_apply(const Experiment& e, Replicas replicas) {
+  const int groups = (replicas == Replicas::one ? 1 : e.parallel.dp) * e.parallel.hp * e.parallel.tp;
+  return groups == 1 && e.parallel.zero_stage != 3 && e.parallel.cp > 1;
+}
 
 std::string replica_refusal(const Experiment& e, const topology::Topology& topo) {
   const Parallel& p = e.parallel;

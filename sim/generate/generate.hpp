@@ -31,14 +31,21 @@ schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityMo
                                  placement::WorkCache* cache = nullptr, Replicas replicas = Replicas::all);
 // The same step handed out in chunks as it is built (streaming: docs/engines.md,
 // "Streaming"): sink(meta, ops, last) after each layer's forward and each layer's
-// backward (with its gradient collectives), and once more with last = true. `meta`
+// backward (with its gradient collectives) — with ring_steps, also after each ring
+// step where ring_step_cuts_apply — and once more with last = true. `meta`
 // is the Schedule so far without its ops (ranks, groups, descriptor tables: all the
 // chunk's ops refer to); ops keep their ids. The chunks, concatenated, are
 // generate_step's ops, op for op; the whole is never validated (generate_step's
 // validation of the same experiment is what vouches for it).
 using ChunkSink = std::function<void(const schedule::Schedule& meta, std::vector<schedule::Op> ops, bool last)>;
 void generate_step_chunks(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
-                          placement::WorkCache* cache, Replicas replicas, const ChunkSink& sink);
+                          placement::WorkCache* cache, Replicas replicas, const ChunkSink& sink, bool ring_steps = false);
+// Whether ring-step cuts can keep a streamed run exact: one context group is
+// simulated (a ring emits its steps for all its ranks in turn, but the groups one
+// after another: a second group's first step would come after the first group's
+// ring had run) and no ZeRO-3 prefetch (each layer's gather waits only for the one
+// before it, which a layer of ring-step chunks outlasts).
+bool ring_step_cuts_apply(const Experiment& e, Replicas replicas);
 // Why the generator cannot emit one replica for all ("" when it can): dp == 1, or a
 // replica's ring layout differs from replica 0's (the layouts follow the nodes).
 std::string replica_refusal(const Experiment& e, const topology::Topology& topo);

@@ -302,6 +302,7 @@ void emit_group(StepContext& ctx, int d, int h, int tr, schedule::Phase phase, i
               return O > 1 ? b.dkv_round[size_t(so)] : b.t.dkv;
             });
       }
+      ctx.cut_ring_step();
     }
     if (backward && O > 1) {
       // The node's share of the block that entered here joins the sum from earlier

@@ -129,6 +129,11 @@ struct StepContext {
   void cut_here() {
     if (cut) cut();
   }
+  // Also after each ring step (generate::ring_step_cuts_apply says where that stays exact).
+  bool cut_ring_steps = false;
+  void cut_ring_step() {
+    if (cut_ring_steps) cut_here();
+  }
 
  private:
   std::map<std::pair<int, std::string>, int> buffer_ids_;

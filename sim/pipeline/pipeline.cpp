@@ -256,24 +256,39 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
   const topology::Topology& topo = topology(e);
   const sparsity::SparsityModel& pat = patterns(e);
   const cost::CostModel cost = cost::CostModel::for_experiment(e);
-  StreamedSimulation out;
-  std::optional<report::StreamReport> rep;
-  engine::StreamRun run(topo, cost, [&](const engine::RetiredChunk& c) { rep->add(c.ops, c.start, c.end, c.safe_before); });
-  int64_t ops = 0;
-  generate::generate_step_chunks(e, pat, topo, &work_, one_replica ? generate::Replicas::one : generate::Replicas::all,
-                                 [&](const schedule::Schedule& meta, std::vector<schedule::Op> chunk, bool last) {
-                                   if (!rep) {
-                                     rep.emplace(e, meta);
-                                     out.generator = meta.generator;
-                                     out.ranks = int(meta.ranks.size());
-                                   }
-                                   ops += int64_t(chunk.size());
-                                   run.append(meta, std::move(chunk), last);
-                                   if (progress) progress(ops);
-                                 });
-  out.report = rep->finish();
-  out.stats = run.stats();
-  return out;
+  const auto replicas = one_replica ? generate::Replicas::one : generate::Replicas::all;
+  // Ring-step chunks hold a few steps' ops instead of a layer's; should one arrive
+  // late after all (StreamNotExact), the run is made again with layer chunks.
+  auto attempt = [&](bool ring_steps) {
+    StreamedSimulation out;
+    std::optional<report::StreamReport> rep;
+    engine::StreamRun run(topo, cost, [&](const engine::RetiredChunk& c) { rep->add(c.ops, c.start, c.end, c.safe_before); });
+    int64_t ops = 0;
+    generate::generate_step_chunks(
+        e, pat, topo, &work_, replicas,
+        [&](const schedule::Schedule& meta, std::vector<schedule::Op> chunk, bool last) {
+          if (!rep) {
+            rep.emplace(e, meta);
+            out.generator = meta.generator;
+            out.ranks = int(meta.ranks.size());
+          }
+          ops += int64_t(chunk.size());
+          run.append(meta, std::move(chunk), last);
+          if (progress) progress(ops);
+        },
+        ring_steps);
+    out.report = rep->finish();
+    out.stats = run.stats();
+    out.ring_step_chunks = ring_steps;
+    return out;
+  };
+  if (generate::ring_step_cuts_apply(e, replicas)) {
+    try {
+      return attempt(true);
+    } catch (const engine::StreamNotExact&) {
+    }
+  }
+  return attempt(false);
 }
 
 report::ImbalanceReport Session::imbalance(const Experiment& e, const std::vector<Partition>& partitions,

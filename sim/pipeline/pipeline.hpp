@@ -110,6 +110,7 @@ struct StreamedSimulation {
   engine::StreamRun::Stats stats;
   std::string generator;
   int ranks = 0;  // simulated (replica 0's with the data-parallel shortcut)
+  bool ring_step_chunks = false;  // chunks of a ring step (else of a layer's forward or backward)
 };
 
 class Session {

@@ -44,6 +44,7 @@ class WorkCache {
   int64_t partition_builds() const { return partition_builds_; }
   int64_t pair_cost_builds() const { return pair_cost_builds_; }
   // Bytes of pair-cost matrices head_rank_pairs may keep (pair_costs() always keeps).
+  static constexpr int64_t kDefaultMatrixBudget = int64_t(1) << 30;
   int64_t matrix_budget() const { return matrix_budget_; }
   void set_matrix_budget(int64_t bytes) { matrix_budget_ = bytes; }
   // Threads head_rank_pairs counts a shard's new patterns on (default 1; a sweep's
@@ -61,7 +62,7 @@ class WorkCache {
   std::map<PairKey, std::vector<sparsity::TileCost>> pairs_;
   int64_t partition_builds_ = 0;
   int64_t pair_cost_builds_ = 0;
-  int64_t matrix_budget_ = int64_t(1) << 30;
+  int64_t matrix_budget_ = kDefaultMatrixBudget;
   int64_t matrix_bytes_ = 0;
   int threads_ = 1;
 };

@@ -93,6 +93,9 @@ std::vector<Op> ScheduleBuilder::take_ops() {
   op_base_ = next_op_id();
   std::vector<Op> out;
   out.swap(s_.ops);
+  // As build() does: the caller holds several chunks at once.
+  if (out.capacity() > out.size() + out.size() / 4) out.shrink_to_fit();
+  s_.ops.reserve(out.size());  // the next chunk is usually like this one
   return out;
 }
 

@@ -21,12 +21,14 @@
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/report/stream_report.hpp"
 #include "sim/schedule/builder.hpp"
+#include "sim/schedule/schedule_error.hpp"
 #include "tests/support/symmetry_cases.hpp"
 #include "tests/support/synthetic_schedules.hpp"
 
 namespace rm::engine {
 namespace {
 
+using schedule::OpId;
 using test::joined;
 
 // What a streamed run gave: every op's times by id, and how many chunks came back.
@@ -82,31 +84,43 @@ void expect_streams_exactly(const std::vector<std::string>& sets, bool one = fal
   const auto& topo = session.topology(e);
   const auto cost = cost::CostModel::for_experiment(e);
 
-  // The chunks are the whole Schedule's ops, in order, cut at layer boundaries.
-  std::vector<std::vector<schedule::Op>> chunks;
-  schedule::Schedule meta;
-  generate::generate_step_chunks(e, session.patterns(e), topo, &session.work(),
-                                 one ? generate::Replicas::one : generate::Replicas::all,
-                                 [&](const schedule::Schedule& m, std::vector<schedule::Op> ops, bool) {
-                                   chunks.push_back(std::move(ops));
-                                   meta = m;
-                                 });
-  std::vector<schedule::Op> all;
-  for (const auto& c : chunks) all.insert(all.end(), c.begin(), c.end());
-  ASSERT_EQ(all.size(), whole.ops.size());
-  for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], whole.ops[i]) << schedule::describe(whole, OpId(i));
-  if (e.scope == Scope::step) EXPECT_GE(chunks.size(), size_t(2 * e.model.layers));
-  meta.ops.clear();
-
   const OpTimes t = run_analytic(whole, topo, cost);
-  const Streamed s = stream(meta, chunks, topo, cost);
-  expect_same_times(t, s.times);
-  EXPECT_EQ(s.retired, int(std::count_if(chunks.begin(), chunks.end(), [](const auto& c) { return !c.empty(); })));
-  EXPECT_LT(s.stats.peak_ops_held, int64_t(whole.ops.size()));  // never the whole step at once
+  const auto replicas = one ? generate::Replicas::one : generate::Replicas::all;
+  // Cut at layer boundaries, and (where that applies) after every ring step too.
+  for (bool ring_steps : {false, true}) {
+    if (ring_steps && !generate::ring_step_cuts_apply(e, replicas)) continue;
+    SCOPED_TRACE(ring_steps ? "ring-step chunks" : "layer chunks");
+    // The chunks are the whole Schedule's ops, in order.
+    std::vector<std::vector<schedule::Op>> chunks;
+    schedule::Schedule meta;
+    generate::generate_step_chunks(
+        e, session.patterns(e), topo, &session.work(), replicas,
+        [&](const schedule::Schedule& m, std::vector<schedule::Op> ops, bool) {
+          chunks.push_back(std::move(ops));
+          meta = m;
+        },
+        ring_steps);
+    std::vector<schedule::Op> all;
+    for (const auto& c : chunks) all.insert(all.end(), c.begin(), c.end());
+    ASSERT_EQ(all.size(), whole.ops.size());
+    for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], whole.ops[i]) << schedule::describe(whole, OpId(i));
+    if (e.scope == Scope::step) {
+      EXPECT_GE(chunks.size(), size_t((ring_steps ? e.parallel.cp : 2) * e.model.layers));
+    }
+    meta.ops.clear();
+    const Streamed s = stream(meta, chunks, topo, cost);
+    expect_same_times(t, s.times);
+    EXPECT_EQ(s.retired, int(std::count_if(chunks.begin(), chunks.end(), [](const auto& c) { return !c.empty(); })));
+    if (e.scope == Scope::step) {
+      EXPECT_LT(s.stats.peak_ops_held, int64_t(whole.ops.size()));  // never the whole step at once
+    }
+  }
 
   // The report, figure for figure.
   const auto whole_rep = pipeline::simulate_schedule(e, whole, topo, EngineKind::analytic, pipeline::WithTimeline::no).report;
-  const auto sr = session.simulate_streamed(e, one).report;
+  const auto streamed = session.simulate_streamed(e, one);
+  EXPECT_EQ(streamed.ring_step_chunks, generate::ring_step_cuts_apply(e, replicas));
+  const auto& sr = streamed.report;
   EXPECT_EQ(sr.step_time_s, whole_rep.step_time_s);
   EXPECT_EQ(sr.tokens_per_s, whole_rep.tokens_per_s);
   EXPECT_EQ(sr.gpus, whole_rep.gpus);
@@ -134,6 +148,8 @@ TEST(StreamRun, GeneratedStepsStreamExactly) {
   expect_streams_exactly({"scope=step", "parallel.cp=8", "parallel.dp=4"});
   expect_streams_exactly({"scope=step", "parallel.cp=4", "parallel.hp=2", "parallel.dp=4", "parallel.zero_stage=1"});
   expect_streams_exactly({"scope=step", "parallel.cp=8", "parallel.dp=2", "parallel.zero_stage=2", "parallel.checkpoint=full"});
+  // ZeRO-3's gathers wait only for their stream: each arrives while the one before is still running.
+  expect_streams_exactly({"scope=step", "parallel.cp=4", "parallel.dp=4", "parallel.zero_stage=3"});
   expect_streams_exactly({"scope=step", "parallel.cp=4", "parallel.tp=2", "parallel.dp=4", "parallel.checkpoint=selective"});
   expect_streams_exactly({"scope=step", "parallel.cp=8", "parallel.hp=4", "parallel.ring=double_ring", "parallel.window=2"});
   expect_streams_exactly({"scope=step", "parallel.cp=16", "parallel.dp=2", "parallel.partition=zigzag", "parallel.ring=ring"});
@@ -147,20 +163,46 @@ TEST(StreamRun, GeneratedStepsStreamExactly) {
 TEST(StreamRun, OneReplicaStepsStreamExactly) {
   expect_streams_exactly({"scope=step", "parallel.dp=4", "parallel.cp=8"}, true);
   expect_streams_exactly({"scope=step", "parallel.dp=2", "parallel.cp=4", "parallel.hp=2", "parallel.zero_stage=1"}, true);
-  expect_streams_exactly({"scope=step", "parallel.dp=8", "parallel.cp=4", "parallel.zero_stage=2"}, true);
+  expect_streams_exactly({"scope=step", "parallel.dp=2", "parallel.cp=4", "parallel.zero_stage=3"}, true);
 }
 
-// ZeRO-3's parameter gathers wait for nothing but their stream: the whole run
-// issues every layer's at the start, before a streamed run has generated them.
-TEST(StreamRun, RefusesWhatItCannotRunExactly) {
-  const Experiment e =
-      test::symmetry_experiment({"scope=step", "parallel.dp=2", "parallel.cp=4", "parallel.zero_stage=3"});
+// Where the shortcut's routes are not translates the streamed run says so rather
+// than answer: DGX-1's 1 -> 2 is one NVLink, its translate 3 -> 4 is not.
+TEST(StreamRun, OneReplicaRefusesRoutesThatAreNotTranslates) {
+  const Experiment e = test::symmetry_experiment(
+      {"scope=step", "parallel.dp=4", "parallel.cp=2", "cluster=v100-dgx1-1x8", "cluster.gpu.model=A100-SXM4-80GB",
+       "cluster.gpu.peak_tflops_bf16=312", "kernel.attention=fa2", "workload.pattern=dense-causal"});
   pipeline::Session session;
+  ASSERT_EQ(generate::replica_refusal(e, session.topology(e)), "");
   try {
-    session.simulate_streamed(e, false);
+    session.simulate_streamed(e, true);
+    FAIL() << "expected ScheduleError";
+  } catch (const schedule::ScheduleError& x) {
+    EXPECT_NE(std::string(x.what()).find("not exact"), std::string::npos) << x.what();
+  }
+}
+
+// An op that arrives after everything holding it back has ended would have
+// started in the past: refused, naming the op.
+TEST(StreamRun, RefusesAnOpThatArrivesLate) {
+  schedule::ScheduleBuilder b;
+  for (int r = 0; r < 2; ++r) b.add_stream(b.add_rank(r), schedule::StreamKind::compute);
+  b.compute(0, 0, schedule::OpKind::gemm, {}, {1e12, 0, 1});
+  b.compute(1, 0, schedule::OpKind::gemm, {}, {1e12, 0, 1});  // depends on nothing: starts at 0
+  const schedule::Schedule s = std::move(b).build();
+  auto cfg = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "test");
+  const Cluster cluster = parse_cluster(JsonReader(cfg.json, cfg.source));
+  const topology::Topology topo(cluster);
+  const cost::CostModel model(cluster, load_attention_kernel(ConfigStore(), "block_sparse", cluster.gpu));
+  schedule::Schedule meta = s;
+  meta.ops.clear();
+  // Whole: both at once. Cut after op 0: op 1 comes once op 0 is about to end.
+  EXPECT_EQ(stream(meta, {s.ops}, topo, model).times.start, (std::vector<double>{0.0, 0.0}));
+  try {
+    stream(meta, {{s.ops[0]}, {s.ops[1]}}, topo, model);
     FAIL() << "expected StreamNotExact";
   } catch (const StreamNotExact& x) {
-    EXPECT_NE(std::string(x.what()).find("all_gather"), std::string::npos) << x.what();
+    EXPECT_NE(std::string(x.what()).find("op 1 (rank 1"), std::string::npos) << x.what();
     EXPECT_NE(std::string(x.what()).find("simulate it whole"), std::string::npos) << x.what();
   }
 }
@@ -193,7 +235,9 @@ TEST(StreamRun, RandomCutsEqualTheWholeRunOrAreRefused) {
       const Streamed st = stream(meta, chunks, topo, model);
       expect_same_times(whole, st.times);
       ++exact;
-      if (n_cuts == 0) EXPECT_EQ(st.stats.chunks, 1);
+      if (n_cuts == 0) {
+        EXPECT_EQ(st.stats.chunks, 1);
+      }
     } catch (const StreamNotExact&) {
       EXPECT_GT(n_cuts, 0) << "one chunk is the whole run: it is always exact";
       ++refused;
