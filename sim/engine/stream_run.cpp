@@ -92,6 +92,7 @@ struct StreamRun::Impl {
   Loc loc(OpId id) {
     if (cached_ && id >= cached_->base && id < cached_->base + OpId(cached_->size())) return {cached_, size_t(id - cached_->base)};
     auto it = std::upper_bound(chunks_.begin(), chunks_.end(), id, [](OpId v, const Chunk& c) { return v < c.base; });
+    if (it == chunks_.begin()) throw std::logic_error(fmt::format("stream run: op {} is no longer held", id));
     Chunk& c = *(it - 1);
     cached_ = &c;
     return {&c, size_t(id - c.base)};

@@ -197,7 +197,7 @@ Footprint estimate_footprint(const Experiment& e, RunKind kind, bool one_replica
 // intervals until they are swept (~250 bytes), with growth slack; docs/engines.md
 // has the measured figures.
 constexpr int64_t kStreamBytesPerOp = 480;
-constexpr int64_t kStreamRingSteps = 16;
+constexpr int64_t kStreamRingSteps = 32;  // 20 measured in flight at cp = 1,024 (docs/engines.md)
 
 Footprint estimate_stream_footprint(const Experiment& e, bool one_replica) {
   const Counter c(e);

@@ -59,8 +59,9 @@ std::string human_duration(double s) {
   return fmt::format("{}h{:02}m", t / 3600, t / 60 % 60);
 }
 
-PointProgress::PointProgress(std::string what, bool enabled, std::chrono::seconds plain_every)
+PointProgress::PointProgress(std::string what, bool enabled, std::chrono::seconds plain_every, std::string unit)
     : what_(std::move(what)),
+      unit_(std::move(unit)),
       on_(enabled),
       terminal_(isatty(STDERR_FILENO) != 0),
       plain_every_(plain_every),
@@ -85,12 +86,12 @@ void PointProgress::update(int64_t done, int64_t total) {
   if (terminal_) {
     constexpr int kWidth = 30;
     const int filled = static_cast<int>(kWidth * done / total);
-    std::fprintf(stderr, "\r\033[K%s [%s%s] %3d%% %lld/%lld points, %.3g/s, ETA %s", what_.c_str(),
+    std::fprintf(stderr, "\r\033[K%s [%s%s] %3d%% %lld/%lld %s, %.3g/s, ETA %s", what_.c_str(),
                  std::string(filled, '#').c_str(), std::string(kWidth - filled, '.').c_str(), pct,
-                 static_cast<long long>(done), static_cast<long long>(total), rate, eta.c_str());
+                 static_cast<long long>(done), static_cast<long long>(total), unit_.c_str(), rate, eta.c_str());
   } else {
-    std::fprintf(stderr, "%s: %lld/%lld points (%d%%), %.3g points/s, ETA %s\n", what_.c_str(),
-                 static_cast<long long>(done), static_cast<long long>(total), pct, rate, eta.c_str());
+    std::fprintf(stderr, "%s: %lld/%lld %s (%d%%), %.3g %s/s, ETA %s\n", what_.c_str(), static_cast<long long>(done),
+                 static_cast<long long>(total), unit_.c_str(), pct, rate, unit_.c_str(), eta.c_str());
   }
   std::fflush(stderr);
   drawn_ = true;

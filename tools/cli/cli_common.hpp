@@ -47,12 +47,13 @@ class ProgressLine {
 // a plain line every `plain_every` (logs of batch jobs), none for short runs.
 class PointProgress {
  public:
-  PointProgress(std::string what, bool enabled, std::chrono::seconds plain_every = std::chrono::seconds(10));
+  PointProgress(std::string what, bool enabled, std::chrono::seconds plain_every = std::chrono::seconds(10),
+                std::string unit = "points");
   ~PointProgress();
   void update(int64_t done, int64_t total);
 
  private:
-  std::string what_;
+  std::string what_, unit_;
   bool on_, terminal_;
   std::chrono::steady_clock::duration plain_every_;
   std::chrono::steady_clock::time_point start_, last_;

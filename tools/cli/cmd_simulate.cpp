@@ -124,15 +124,20 @@ void run(const Options& o) {
     else if (o.stream == "auto" && can_stream && whole.bytes > have && window.bytes <= have)
       streamed.used = true, streamed.why = fmt::format("the whole step needs ~{:.1f} GB ({} ops), this machine has {:.1f} GB",
                                                        double(whole.bytes) / 1e9, whole.ops, double(have) / 1e9);
+    if (!streamed.used && whole.bytes > have && window.bytes <= have && o.stream != "off")
+      throw ConfigError(fmt::format("this simulation needs ~{:.1f} GB ({} ops), this machine has {:.1f} GB; a streamed "
+                                    "run (--stream on) would need ~{:.1f} GB but takes no --trace, no --schedule and "
+                                    "only the analytic engine",
+                                    double(whole.bytes) / 1e9, whole.ops, double(have) / 1e9, double(window.bytes) / 1e9));
     if (streamed.used) {
       generate::check_fits(window, "this streamed simulation");
       progress.update("building the sparsity pattern", 0, 3);
       session.patterns(e);
       const int64_t total = try_one ? generate::count_replica_ops(e) : generate::count_step_ops(e);
       try {
-        auto run = session.simulate_streamed(e, try_one, [&](int64_t ops) {
-          progress.update(fmt::format("generating and simulating, streamed: {} of {} ops", ops, total), 1, 3);
-        });
+        progress.update("generating and simulating, streamed", 1, 3);
+        PointProgress bar("streamed: generated and simulated", !o.exp.json, std::chrono::seconds(10), "ops");
+        auto run = session.simulate_streamed(e, try_one, [&](int64_t ops) { bar.update(ops, total); });
         streamed.stats = run.stats;
         if (o.symmetry == "dp")
           symmetry_line = try_one ? fmt::format("simulated 1 of {} data-parallel replicas (exact: their routes are translates)",

@@ -1,0 +1,100 @@
+// `ringmaster simulate --stream` (docs/engines.md, "Streaming"): the streamed
+// run's figures equal the whole run's, with its line and JSON field; `auto`
+// streams where the whole step does not fit and the streamed run does; what a
+// streamed run cannot give is refused in one line (exit code 2).
+#include <cstdlib>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run_cli.hpp"
+
+namespace rm::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kSmall = " --set workload.seq_len=16k --set model.layers=2";
+
+// Every figure but the two a streamed run does not trace.
+void expect_same_figures(const nlohmann::json& whole, const nlohmann::json& streamed) {
+  for (const char* k : {"step_time_s", "tokens_per_s", "gpus", "flops", "mfu", "hfu", "dense_equivalent_speedup",
+                        "breakdown", "imbalance", "memory", "ops", "generator"})
+    EXPECT_EQ(whole[k], streamed[k]) << k;
+  EXPECT_TRUE(streamed["critical_path"].is_null());
+  EXPECT_FALSE(whole["critical_path"].is_null());
+  EXPECT_FALSE(streamed.contains("bound_by"));
+}
+
+TEST(CliStream, StreamedFiguresAreTheWholeRuns) {
+  for (const std::string& sets : {kSmall, kSmall + " --set parallel.dp=2 --set parallel.cp=8 --set parallel.hp=2",
+                                  kSmall + " --set parallel.dp=4 --set parallel.cp=8 --symmetry dp"}) {
+    SCOPED_TRACE(sets);
+    auto whole = run_cli("simulate --json --stream off" + sets);
+    auto streamed = run_cli("simulate --json --stream on" + sets);
+    ASSERT_EQ(whole.exit_code, 0) << whole.err;
+    ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
+    const auto jw = nlohmann::json::parse(whole.out), js = nlohmann::json::parse(streamed.out);
+    expect_same_figures(jw, js);
+    EXPECT_FALSE(jw.contains("streamed"));
+    EXPECT_GT(js["streamed"]["chunks"].get<int>(), 2);
+    EXPECT_LT(js["streamed"]["peak_ops_held"].get<int64_t>(), js["ops"].get<int64_t>());
+  }
+  auto text = run_cli("simulate --stream on" + kSmall);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("streamed: generated and simulated in "));
+  EXPECT_THAT(text.out, HasSubstr("critical path  not traced"));
+}
+
+struct Memory {
+  explicit Memory(const char* bytes) { ::setenv("RINGMASTER_MEMORY_BYTES", bytes, 1); }
+  ~Memory() { ::unsetenv("RINGMASTER_MEMORY_BYTES"); }
+};
+
+// The default step: ~0.6 GB whole, ~0.1 GB streamed (the estimates; it holds less).
+TEST(CliStream, AutoStreamsWhatDoesNotFitWhole) {
+  auto roomy = run_cli("simulate --json");
+  ASSERT_EQ(roomy.exit_code, 0) << roomy.err;
+  EXPECT_FALSE(nlohmann::json::parse(roomy.out).contains("streamed"));
+  Memory m("300000000");
+  auto tight = run_cli("simulate --json");
+  ASSERT_EQ(tight.exit_code, 0) << tight.err;
+  const auto jt = nlohmann::json::parse(tight.out);
+  expect_same_figures(nlohmann::json::parse(roomy.out), jt);
+  EXPECT_THAT(jt["streamed"]["note"].get<std::string>(), HasSubstr("the whole step needs ~0.6 GB"));
+  // Not streamed: the whole run's refusal, saying what streaming would need.
+  auto off = run_cli("simulate --stream off");
+  EXPECT_EQ(off.exit_code, 2);
+  EXPECT_THAT(off.err, HasSubstr("this simulation needs ~0.6 GB"));
+  auto traced = run_cli("simulate --trace t.json");
+  EXPECT_EQ(traced.exit_code, 2);
+  EXPECT_THAT(traced.err, HasSubstr("a streamed run (--stream on) would need ~0.1 GB"));
+}
+
+TEST(CliStream, StreamedRunsThatDoNotFitAreRefusedAtOnce) {
+  Memory m("50000000");
+  auto r = run_cli("simulate --stream on");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("this streamed simulation needs ~0.1 GB"));
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(CliStream, RefusesWhatAStreamedRunCannotGive) {
+  auto bad = run_cli("simulate --stream maybe" + kSmall);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--stream: expected auto, on or off, got \"maybe\""));
+  auto trace = run_cli("simulate --stream on --trace t.json" + kSmall);
+  EXPECT_EQ(trace.exit_code, 2);
+  EXPECT_THAT(trace.err, HasSubstr("keeps no Timeline"));
+  auto simgrid = run_cli("simulate --stream on --engine simgrid" + kSmall);
+  EXPECT_EQ(simgrid.exit_code, 2);
+  EXPECT_THAT(simgrid.err, HasSubstr("only the analytic engine streams"));
+  auto file = run_cli("simulate --stream on --schedule x.json.gz");
+  EXPECT_EQ(file.exit_code, 2);
+  EXPECT_THAT(file.err, HasSubstr("a Schedule file is read whole"));
+}
+
+}  // namespace
+}  // namespace rm::test
