@@ -26,11 +26,11 @@ using namespace analytic_parts;  // NOLINT: the engine's own parts
 
 // The analytic backend of the run driver: events ordered by (time, insertion
 // sequence); the driver decides what starts, this decides when it ends.
-class Sim final : public schedule::RunBackend {
+class Sim final : public schedule::RunBackend, EventCore<Sim> {
  public:
   Sim(const schedule::Schedule& s, const schedule::RunPlan& run, const topology::Topology& t, const cost::CostModel& m,
       ExecPlan p, std::vector<double> capacity)
-      : s_(s), t_(t), m_(m), p_(std::move(p)), st_(run), driver_(run, *this), net_(std::move(capacity)) {
+      : EventCore(t, m, std::move(capacity)), s_(s), p_(std::move(p)), st_(run), driver_(run, *this) {
     if (s.symmetry.replicas > 1) sym_ = std::make_unique<ReplicaRoutes>(t, m, s.symmetry);
     p2p_of_.assign(s.ops.size(), -1);
     for (size_t id = 0; id < s.ops.size(); ++id) {
@@ -48,24 +48,7 @@ class Sim final : public schedule::RunBackend {
 
   OpTimes run() {
     driver_.start();
-    while (!queue_.empty() || !ends_.empty()) {
-      if (!ends_.empty() && (queue_.empty() || ends_.key(ends_.top()) < FlowEnds::Key{queue_.top().t, queue_.top().seq})) {
-        const int32_t f = ends_.top();
-        now_ = ends_.key(f).t;
-        ends_.pop();
-        flow_done(f);
-        continue;
-      }
-      const Event e = queue_.top();
-      queue_.pop();
-      now_ = e.t;
-      switch (e.kind) {
-        case Ev::op_done: op_done(e.a); break;
-        case Ev::p2p_done: op_done(e.a), op_done(e.b); break;
-        case Ev::xfer_done: xfer_done(e.a); break;
-        case Ev::activate: activate(e.a); break;
-      }
-    }
+    while (pending()) step(next_is_flow());
     driver_.check_finished(s_);
     return std::move(st_.times);
   }
@@ -87,9 +70,7 @@ class Sim final : public schedule::RunBackend {
   }
 
  private:
-  void push(double t, Ev kind, int64_t a, int64_t b = -1) {
-    queue_.push({t, seq_++, a, b, kind});
-  }
+  friend EventCore<Sim>;
 
   void post(OpId id) override { st_.times.start[static_cast<size_t>(id)] = now_; }
 
@@ -130,63 +111,6 @@ class Sim final : public schedule::RunBackend {
     start_transfer(r, pt.bytes, {xfer_id(call, local), -1});
   }
 
-  // A transfer first waits out its route's latency, then its bytes flow at the
-  // max-min fair rate of the FlowNetwork (analytic.hpp). Alone on its route it
-  // takes latency + bytes / (slowest link rate) = CostModel::transfer_seconds.
-  // Between ranks on one GPU it is a local copy, shared with nothing.
-  void start_transfer(int32_t route, double bytes, Owner owner) {
-    const RouteCost& rc = routes_[static_cast<size_t>(route)];
-    if (rc.link_count == 0) {
-      push(now_ + bytes / m_.local_copy_rate_Bps(), owner.b >= 0 ? Ev::p2p_done : Ev::xfer_done, owner.a, owner.b);
-      return;
-    }
-    if (rc.latency_s > 0) {
-      int64_t slot;
-      if (free_pending_.empty()) {
-        slot = static_cast<int64_t>(pending_.size());
-        pending_.emplace_back();
-      } else {
-        slot = free_pending_.back();
-        free_pending_.pop_back();
-      }
-      pending_[static_cast<size_t>(slot)] = {owner, bytes, route};
-      push(now_ + rc.latency_s, Ev::activate, slot);
-      return;
-    }
-    begin_flow(route, bytes, owner);
-  }
-
-  // Latency passed: the bytes enter the network.
-  void activate(int64_t slot) {
-    const Pending p = pending_[static_cast<size_t>(slot)];
-    free_pending_.push_back(slot);
-    begin_flow(p.route, p.bytes, p.owner);
-  }
-
-  void begin_flow(int32_t route, double bytes, Owner owner) {
-    const RouteCost& rc = routes_[static_cast<size_t>(route)];
-    const auto links = std::span<const int>(route_links_).subspan(size_t(rc.link_begin), size_t(rc.link_count));
-    const int32_t f = sym_ ? net_.start(links, std::span<const int32_t>(route_weights_).subspan(size_t(rc.link_begin), size_t(rc.link_count)),
-                                        bytes, now_)
-                           : net_.start(links, bytes, now_);
-    if (static_cast<size_t>(f) >= owners_.size()) owners_.resize(static_cast<size_t>(f) + 1);
-    owners_[static_cast<size_t>(f)] = owner;
-    reschedule();
-  }
-
-  void flow_done(int32_t f) {
-    const Owner o = owners_[static_cast<size_t>(f)];
-    net_.finish(f, now_);
-    reschedule();
-    if (o.b >= 0) op_done(o.a), op_done(o.b);
-    else xfer_done(o.a);
-  }
-
-  // Queue the new end of every flow whose rate the last start/finish changed.
-  void reschedule() {
-    for (int32_t g : net_.rescheduled()) ends_.set(g, {net_.end_time(g), seq_++});
-  }
-
   void xfer_done(int64_t x) {
     const int64_t call = xfer_call(x);
     const int32_t local = xfer_local(x);
@@ -204,46 +128,14 @@ class Sim final : public schedule::RunBackend {
     driver_.complete(id);
   }
 
-  // The index of (src, dst)'s RouteCost, made on first use.
-  int32_t route(int src, int dst) {
-    const uint64_t key = uint64_t(uint32_t(src)) << 32 | uint32_t(dst);
-    auto [it, fresh] = route_ids_.try_emplace(key, static_cast<int32_t>(routes_.size()));
-    if (fresh) {
-      RouteCost rc{static_cast<int32_t>(route_links_.size()), 0, 0.0};
-      std::string why;
-      rc.latency_s = append_route(t_, m_, sym_.get(), src, dst, route_links_, route_weights_, why);
-      if (!why.empty()) throw schedule::ScheduleError("the data-parallel shortcut is not exact here: " + why);
-      rc.link_count = static_cast<int32_t>(route_links_.size()) - rc.link_begin;
-      routes_.push_back(rc);
-      route_keys_.push_back(key);
-    }
-    return it->second;
-  }
-
   const schedule::Schedule& s_;
-  const topology::Topology& t_;
-  const cost::CostModel& m_;
   ExecPlan p_;
   RunState st_;
   schedule::RunDriver driver_;
-  FlowNetwork net_;
-  double now_ = 0;
-  std::unordered_map<uint64_t, int32_t> route_ids_;  // (src << 32 | dst) -> routes_ index
   std::map<std::pair<int, const CallShape*>, std::vector<int32_t>> call_routes_;  // (group, shape): per transfer, its route (-1: not yet)
   std::vector<std::vector<int32_t>*> route_ids_of_call_;  // per call in flight: its call_routes_ entry
-  std::vector<RouteCost> routes_;
-  std::vector<uint64_t> route_keys_;  // per routes_ entry: its (src << 32 | dst)
-  std::vector<int> route_links_;
-  std::vector<int32_t> route_weights_;  // with sym_: per entry of route_links_
-  std::unique_ptr<ReplicaRoutes> sym_;  // a replica-symmetric Schedule (symmetry.hpp)
   std::vector<P2PXfer> p2p_;    // per send op, in id order
   std::vector<int32_t> p2p_of_;  // per op: its pair's p2p_ index; -1 if none
-  std::vector<Owner> owners_;  // per flow id
-  std::vector<Pending> pending_;
-  std::vector<int64_t> free_pending_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
-  FlowEnds ends_;
-  uint64_t seq_ = 0;
 };
 
 }  // namespace

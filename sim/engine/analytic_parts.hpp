@@ -2,16 +2,24 @@
 // the streamed run (stream_run.cpp) share: the event record and its order, the
 // heap of flow ends, and the routes as the engine runs them. Internal to
 // sim/engine; one definition so that both runs take every decision alike (a
-// streamed run's op times equal the whole run's bit for bit).
+// streamed run's op times equal the whole run's bit for bit). Event time ties
+// break on insertion order (seq): both runs push in the same order.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "sim/cost/cost_model.hpp"
+#include "sim/engine/flow_network.hpp"
 #include "sim/engine/symmetry.hpp"
+#include "sim/schedule/schedule_error.hpp"
 #include "sim/topology/topology.hpp"
 
 namespace rm::engine::analytic_parts {
@@ -168,5 +176,140 @@ inline std::vector<double> capacities(const topology::Topology& t, const cost::C
   for (const auto& l : t.links()) c.push_back(m.link_rate_Bps(l));
   return c;
 }
+
+// The clock, the events, the flow network and the routes of an analytic run:
+// what happens to a transfer between its start and its end, and which event
+// comes next. Derived decides what starts (analytic.cpp's Sim: the run driver
+// over a whole Schedule; stream_run.cpp: over chunks) and provides
+// op_done(OpId) and xfer_done(int64_t): an op, or a collective's planned
+// transfer (exec_plan.hpp's xfer_id), has ended at now_.
+template <class Derived>
+class EventCore {
+ protected:
+  // capacity: per link, capacities(t, m) (a caller that compares runs has it already).
+  EventCore(const topology::Topology& t, const cost::CostModel& m, std::vector<double> capacity)
+      : t_(t), m_(m), net_(std::move(capacity)) {}
+
+  bool pending() const { return !queue_.empty() || !ends_.empty(); }
+  // With pending(): whether the next to handle is a flow's end (else queue_.top()).
+  bool next_is_flow() const {
+    return !ends_.empty() && (queue_.empty() || ends_.key(ends_.top()) < FlowEnds::Key{queue_.top().t, queue_.top().seq});
+  }
+  // Handles the next flow end or event (next_is_flow() says which).
+  void step(bool flow) {
+    Derived& d = static_cast<Derived&>(*this);
+    if (flow) {
+      const int32_t f = ends_.top();
+      now_ = ends_.key(f).t;
+      ends_.pop();
+      const Owner o = owners_[static_cast<size_t>(f)];
+      net_.finish(f, now_);
+      reschedule();
+      if (o.b >= 0) d.op_done(o.a), d.op_done(o.b);
+      else d.xfer_done(o.a);
+      return;
+    }
+    const Event e = queue_.top();
+    queue_.pop();
+    now_ = e.t;
+    switch (e.kind) {
+      case Ev::op_done: d.op_done(e.a); break;
+      case Ev::p2p_done: d.op_done(e.a), d.op_done(e.b); break;
+      case Ev::xfer_done: d.xfer_done(e.a); break;
+      case Ev::activate: activate(e.a); break;
+    }
+  }
+
+  void push(double t, Ev kind, int64_t a, int64_t b = -1) { queue_.push({t, seq_++, a, b, kind}); }
+
+  // A transfer first waits out its route's latency, then its bytes flow at the
+  // max-min fair rate of the FlowNetwork (analytic.hpp). Alone on its route it
+  // takes latency + bytes / (slowest link rate) = CostModel::transfer_seconds.
+  // Between ranks on one GPU it is a local copy, shared with nothing.
+  void start_transfer(int32_t route, double bytes, Owner owner) {
+    const RouteCost& rc = routes_[static_cast<size_t>(route)];
+    if (rc.link_count == 0) {
+      push(now_ + bytes / m_.local_copy_rate_Bps(), owner.b >= 0 ? Ev::p2p_done : Ev::xfer_done, owner.a, owner.b);
+      return;
+    }
+    if (rc.latency_s > 0) {
+      int64_t slot;
+      if (free_pending_.empty()) {
+        slot = static_cast<int64_t>(pending_.size());
+        pending_.emplace_back();
+      } else {
+        slot = free_pending_.back();
+        free_pending_.pop_back();
+      }
+      pending_[static_cast<size_t>(slot)] = {owner, bytes, route};
+      push(now_ + rc.latency_s, Ev::activate, slot);
+      return;
+    }
+    begin_flow(route, bytes, owner);
+  }
+
+  // The index of (src, dst)'s RouteCost, made on first use.
+  int32_t route(int src, int dst) {
+    const uint64_t key = uint64_t(uint32_t(src)) << 32 | uint32_t(dst);
+    auto [it, fresh] = route_ids_.try_emplace(key, static_cast<int32_t>(routes_.size()));
+    if (fresh) {
+      RouteCost rc{static_cast<int32_t>(route_links_.size()), 0, 0.0};
+      std::string why;
+      rc.latency_s = append_route(t_, m_, sym_.get(), src, dst, route_links_, route_weights_, why);
+      if (!why.empty()) throw schedule::ScheduleError("the data-parallel shortcut is not exact here: " + why);
+      rc.link_count = static_cast<int32_t>(route_links_.size()) - rc.link_begin;
+      routes_.push_back(rc);
+      route_keys_.push_back(key);
+    }
+    return it->second;
+  }
+
+  const topology::Topology& t_;
+  const cost::CostModel& m_;
+  FlowNetwork net_;
+  double now_ = 0;
+  std::unique_ptr<ReplicaRoutes> sym_;  // a replica-symmetric Schedule (symmetry.hpp); set by Derived
+  std::unordered_map<uint64_t, int32_t> route_ids_;  // (src << 32 | dst) -> routes_ index
+  std::vector<RouteCost> routes_;
+  std::vector<uint64_t> route_keys_;  // per routes_ entry: its (src << 32 | dst)
+  std::vector<int> route_links_;
+  std::vector<int32_t> route_weights_;  // with sym_: per entry of route_links_
+
+ private:
+  // Latency passed: the bytes enter the network.
+  void activate(int64_t slot) {
+    const Pending p = pending_[static_cast<size_t>(slot)];
+    free_pending_.push_back(slot);
+    begin_flow(p.route, p.bytes, p.owner);
+  }
+
+  void begin_flow(int32_t route, double bytes, Owner owner) {
+    const RouteCost& rc = routes_[static_cast<size_t>(route)];
+    const auto links = std::span<const int>(route_links_).subspan(size_t(rc.link_begin), size_t(rc.link_count));
+    const int32_t f =
+        sym_ ? net_.start(links,
+                          std::span<const int32_t>(route_weights_).subspan(size_t(rc.link_begin), size_t(rc.link_count)),
+                          bytes, now_)
+             : net_.start(links, bytes, now_);
+    if (static_cast<size_t>(f) >= owners_.size()) owners_.resize(static_cast<size_t>(f) + 1);
+    owners_[static_cast<size_t>(f)] = owner;
+    reschedule();
+  }
+
+  // Queue the new end of every flow whose rate the last start/finish changed.
+  void reschedule() {
+    for (int32_t g : net_.rescheduled()) ends_.set(g, {net_.end_time(g), seq_++});
+  }
+
+ protected:
+  std::vector<Owner> owners_;  // per flow id
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  FlowEnds ends_;
+
+ private:
+  std::vector<Pending> pending_;
+  std::vector<int64_t> free_pending_;
+  uint64_t seq_ = 0;
+};
 
 }  // namespace rm::engine::analytic_parts

@@ -76,9 +76,9 @@ struct OpenCalls {
 
 }  // namespace
 
-struct StreamRun::Impl {
+struct StreamRun::Impl : EventCore<StreamRun::Impl> {
   Impl(const topology::Topology& t, const cost::CostModel& m, RetireSink sink)
-      : t_(t), m_(m), sink_(std::move(sink)), net_(capacities(t, m)) {}
+      : EventCore(t, m, capacities(t, m)), sink_(std::move(sink)) {}
 
   void append(const schedule::Schedule& meta, std::vector<Op> ops, bool last);
   Stats stats_;
@@ -135,10 +135,10 @@ struct StreamRun::Impl {
     return {id, l.c->first_dependent[l.i], 0, false, l.c};
   }
 
-  // --- the analytic backend (as analytic.cpp's Sim)
+  // --- the analytic backend (EventCore, shared with analytic.cpp's Sim)
+  friend EventCore<Impl>;
   void run(bool to_end);
   bool ends_newest(bool flow) const;
-  void push(double t, Ev kind, int64_t a, int64_t b = -1) { queue_.push({t, seq_++, a, b, kind}); }
   void post(OpId id) {
     Loc l = loc(id);
     l.c->start[l.i] = now_;
@@ -151,24 +151,14 @@ struct StreamRun::Impl {
   void start_p2p(OpId id, OpId partner);
   void start_collective(int64_t call);
   void start_xfer(Call& call, int64_t id, int32_t local);
-  void start_transfer(int32_t route, double bytes, Owner owner);
-  void activate(int64_t slot);
-  void begin_flow(int32_t route, double bytes, Owner owner);
-  void flow_done(int32_t f);
-  void reschedule() {
-    for (int32_t g : net_.rescheduled()) ends_.set(g, {net_.end_time(g), seq_++});
-  }
   void xfer_done(int64_t x);
   void op_done(OpId id) {
     Loc l = loc(id);
     l.c->end[l.i] = now_;
     complete(id);
   }
-  int32_t route(int src, int dst);
   void retire();
 
-  const topology::Topology& t_;
-  const cost::CostModel& m_;
   RetireSink sink_;
 
   // The Schedule's frame, copied from the first chunk's meta (groups as they come).
@@ -178,7 +168,6 @@ struct StreamRun::Impl {
   std::vector<schedule::Group> groups_;
   std::unordered_map<uint64_t, int> member_of_;  // (group << 32 | rank) -> index in the group
   int replicas_ = 1;
-  std::unique_ptr<ReplicaRoutes> sym_;
 
   std::deque<Chunk> chunks_;
   Chunk* cached_ = nullptr;
@@ -192,20 +181,8 @@ struct StreamRun::Impl {
   std::vector<Frame> stack_;
   bool draining_ = false;
 
-  FlowNetwork net_;
-  double now_ = 0;
   CallShapes shapes_;
-  std::unordered_map<uint64_t, int32_t> route_ids_;
   std::map<std::pair<int, const CallShape*>, std::vector<int32_t>> call_routes_;
-  std::vector<RouteCost> routes_;
-  std::vector<int> route_links_;
-  std::vector<int32_t> route_weights_;
-  std::vector<Owner> owners_;
-  std::vector<Pending> pending_;
-  std::vector<int64_t> free_pending_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
-  FlowEnds ends_;
-  uint64_t seq_ = 0;
 };
 
 // ---------------------------------------------------------------- arrival
@@ -511,26 +488,10 @@ bool StreamRun::Impl::ends_newest(bool flow) const {
 }
 
 void StreamRun::Impl::run(bool to_end) {
-  while (!queue_.empty() || !ends_.empty()) {
-    const bool flow =
-        !ends_.empty() && (queue_.empty() || ends_.key(ends_.top()) < FlowEnds::Key{queue_.top().t, queue_.top().seq});
+  while (pending()) {
+    const bool flow = next_is_flow();
     if (!to_end && ends_newest(flow)) return;
-    if (flow) {
-      const int32_t f = ends_.top();
-      now_ = ends_.key(f).t;
-      ends_.pop();
-      flow_done(f);
-    } else {
-      const Event e = queue_.top();
-      queue_.pop();
-      now_ = e.t;
-      switch (e.kind) {
-        case Ev::op_done: op_done(e.a); break;
-        case Ev::p2p_done: op_done(e.a), op_done(e.b); break;
-        case Ev::xfer_done: xfer_done(e.a); break;
-        case Ev::activate: activate(e.a); break;
-      }
-    }
+    step(flow);
     retire();
   }
 }
@@ -583,54 +544,6 @@ void StreamRun::Impl::start_xfer(Call& call, int64_t id, int32_t local) {
   start_transfer(r, pt.bytes, {xfer_id(id, local), -1});
 }
 
-void StreamRun::Impl::start_transfer(int32_t route, double bytes, Owner owner) {
-  const RouteCost& rc = routes_[size_t(route)];
-  if (rc.link_count == 0) {
-    push(now_ + bytes / m_.local_copy_rate_Bps(), owner.b >= 0 ? Ev::p2p_done : Ev::xfer_done, owner.a, owner.b);
-    return;
-  }
-  if (rc.latency_s > 0) {
-    int64_t slot;
-    if (free_pending_.empty()) {
-      slot = int64_t(pending_.size());
-      pending_.emplace_back();
-    } else {
-      slot = free_pending_.back();
-      free_pending_.pop_back();
-    }
-    pending_[size_t(slot)] = {owner, bytes, route};
-    push(now_ + rc.latency_s, Ev::activate, slot);
-    return;
-  }
-  begin_flow(route, bytes, owner);
-}
-
-void StreamRun::Impl::activate(int64_t slot) {
-  const Pending p = pending_[size_t(slot)];
-  free_pending_.push_back(slot);
-  begin_flow(p.route, p.bytes, p.owner);
-}
-
-void StreamRun::Impl::begin_flow(int32_t route, double bytes, Owner owner) {
-  const RouteCost& rc = routes_[size_t(route)];
-  const auto links = std::span<const int>(route_links_).subspan(size_t(rc.link_begin), size_t(rc.link_count));
-  const int32_t f =
-      sym_ ? net_.start(links, std::span<const int32_t>(route_weights_).subspan(size_t(rc.link_begin), size_t(rc.link_count)),
-                        bytes, now_)
-           : net_.start(links, bytes, now_);
-  if (size_t(f) >= owners_.size()) owners_.resize(size_t(f) + 1);
-  owners_[size_t(f)] = owner;
-  reschedule();
-}
-
-void StreamRun::Impl::flow_done(int32_t f) {
-  const Owner o = owners_[size_t(f)];
-  net_.finish(f, now_);
-  reschedule();
-  if (o.b >= 0) op_done(o.a), op_done(o.b);
-  else xfer_done(o.a);
-}
-
 void StreamRun::Impl::xfer_done(int64_t x) {
   const int64_t c = xfer_call(x);
   const int32_t local = xfer_local(x);
@@ -641,20 +554,6 @@ void StreamRun::Impl::xfer_done(int64_t x) {
   call.run.release_dependents(local, [&](int32_t d) { start_xfer(call, c, d); });
   call.run.end_xfer();
   if (call.run.xfers_left == 0) calls_.erase(c);
-}
-
-int32_t StreamRun::Impl::route(int src, int dst) {
-  const uint64_t key = uint64_t(uint32_t(src)) << 32 | uint32_t(dst);
-  auto [it, fresh] = route_ids_.try_emplace(key, int32_t(routes_.size()));
-  if (fresh) {
-    RouteCost rc{int32_t(route_links_.size()), 0, 0.0};
-    std::string why;
-    rc.latency_s = append_route(t_, m_, sym_.get(), src, dst, route_links_, route_weights_, why);
-    if (!why.empty()) throw schedule::ScheduleError("the data-parallel shortcut is not exact here: " + why);
-    rc.link_count = int32_t(route_links_.size()) - rc.link_begin;
-    routes_.push_back(rc);
-  }
-  return it->second;
 }
 
 // ---------------------------------------------------------------- StreamRun
