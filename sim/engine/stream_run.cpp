@@ -172,6 +172,7 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
   std::deque<Chunk> chunks_;
   Chunk* cached_ = nullptr;
   OpId next_id_ = 0, retired_below_ = 0, newest_base_ = 0;
+  int64_t ops_held_ = 0;  // in chunks_
   std::vector<StreamQueue> streams_;
   std::map<std::tuple<int, int, int64_t>, std::deque<OpId>> unmatched_sends_, unmatched_recvs_;
   std::map<std::pair<int, int64_t>, OpenCalls> open_calls_;
@@ -340,10 +341,8 @@ void StreamRun::Impl::append(const schedule::Schedule& meta, std::vector<Op> ops
     for (size_t i = 0; i < n; ++i) add_op(meta, c, i);
     ++stats_.chunks;
     stats_.ops += int64_t(n);
-    int64_t held = 0;
-    for (const Chunk& h : chunks_) held += int64_t(h.size());
-    stats_.peak_ops_held = std::max(stats_.peak_ops_held, held);
-    stats_.peak_chunks_held = std::max(stats_.peak_chunks_held, int64_t(chunks_.size()));
+    ops_held_ += int64_t(n);
+    stats_.peak_ops_held = std::max(stats_.peak_ops_held, ops_held_);
   }
   if (!started_) {
     started_ = true;
@@ -504,6 +503,7 @@ void StreamRun::Impl::retire() {
     for (size_t k = 1; k < chunks_.size(); ++k) safe = std::min(safe, chunks_[k].min_start);
     sink_(RetiredChunk{c.ops, c.start, c.end, safe});
     retired_below_ = c.base + OpId(c.size());
+    ops_held_ -= int64_t(c.size());
     if (cached_ == &c) cached_ = nullptr;
     chunks_.pop_front();
   }

@@ -64,7 +64,6 @@ class StreamRun {
     int64_t ops = 0;            // appended
     int64_t chunks = 0;         // appended
     int64_t peak_ops_held = 0;  // the most ops held at once (chunks not yet retired)
-    int64_t peak_chunks_held = 0;
   };
   const Stats& stats() const;
 

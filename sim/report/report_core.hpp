@@ -31,6 +31,13 @@ using Interval = std::pair<double, double>;
 // the one std::sort gives.
 void sort_intervals(std::vector<Interval>& v);
 
+// The ops the attention imbalance reads (forward attention, phase forward) and
+// each one's work: its tiles, or its FLOPs when it has none (step_report.hpp).
+inline bool is_forward_attention(const schedule::Op& op) {
+  return op.kind == schedule::OpKind::attn_fwd && op.phase == schedule::Phase::forward;
+}
+inline double attention_work(const schedule::Op& op) { return op.blocks > 0 ? double(op.blocks) : op.flops; }
+
 // The length of a union of intervals fed in sorted order (sort_intervals'),
 // one at a time: what union_length sums, kept open between feeds so that a
 // streamed run (stream_report.hpp) sums the same lengths in the same order.

@@ -51,8 +51,6 @@ std::pair<double, double> row_ratios(const std::vector<std::pair<int, int>>& row
       rows.size(), [&](size_t k) { return rows[k].first; }, [&](size_t k) { return work.data() + k * ranks; }, ranks);
 }
 
-bool is_forward_attention(const Op& op) { return op.kind == OpKind::attn_fwd && op.phase == Phase::forward; }
-
 }  // namespace
 
 StepSums step_sums(const Experiment& e, const schedule::Schedule& s) {
@@ -64,19 +62,19 @@ StepSums step_sums(const Experiment& e, const schedule::Schedule& s) {
   // Forward attention ops by (layer, step): the rows, then each op's row
   // (ops of one row mostly come together: the last row is tried first).
   for (const Op& op : s.ops)
-    if (is_forward_attention(op)) sums.rows.emplace_back(op.layer, std::max(op.step, 0));
+    if (core::is_forward_attention(op)) sums.rows.emplace_back(op.layer, std::max(op.step, 0));
   std::sort(sums.rows.begin(), sums.rows.end());
   sums.rows.erase(std::unique(sums.rows.begin(), sums.rows.end()), sums.rows.end());
   const size_t R = s.ranks.size();
   std::vector<double> planned(sums.rows.size() * R, 0.0);
   int row = -1;
   for (const Op& op : s.ops) {
-    if (!is_forward_attention(op)) continue;
+    if (!core::is_forward_attention(op)) continue;
     const std::pair<int, int> key{op.layer, std::max(op.step, 0)};
     if (row < 0 || sums.rows[size_t(row)] != key)
       row = int(std::lower_bound(sums.rows.begin(), sums.rows.end(), key) - sums.rows.begin());
     sums.attention.push_back({op.id, op.rank, row});
-    planned[size_t(row) * R + size_t(op.rank)] += op.blocks > 0 ? double(op.blocks) : op.flops;
+    planned[size_t(row) * R + size_t(op.rank)] += core::attention_work(op);
   }
   if (R > 0) std::tie(sums.worker, sums.step) = row_ratios(sums.rows, planned, R);
   return sums;

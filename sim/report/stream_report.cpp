@@ -23,14 +23,14 @@ void StreamReport::add(std::span<const schedule::Op> ops, std::span<const double
     if (!any_op_) begin_ = start[i], end_ = end[i], any_op_ = true;
     begin_ = std::min(begin_, start[i]), end_ = std::max(end_, end[i]);
     // step_sums' two sums, in op order.
-    const bool forward_attention = op.kind == schedule::OpKind::attn_fwd && op.phase == schedule::Phase::forward;
+    const bool forward_attention = core::is_forward_attention(op);
     if (forward_attention) mask_fwd_flops_ += op.flops;
     if (schedule::is_compute(op.kind))
       executed_flops_ += cost::executed_flops(op, e_.workload.block_q, e_.workload.block_k, e_.model.head_dim);
     if (forward_attention) {
       Row& row = rows_[{op.layer, std::max(op.step, 0)}];
       if (row.planned.empty()) row.planned.assign(R, 0.0), row.measured.assign(R, 0.0);
-      row.planned[size_t(op.rank)] += op.blocks > 0 ? double(op.blocks) : op.flops;
+      row.planned[size_t(op.rank)] += core::attention_work(op);
       row.measured[size_t(op.rank)] += end[i] - start[i];
     }
     // The breakdown's intervals (ops on streams their rank declares).

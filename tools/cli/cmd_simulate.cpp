@@ -114,6 +114,13 @@ void run(const Options& o) {
     pipeline::Session session;
     session.set_threads(default_threads());
     bool one = false;
+    // What the shortcut did, when asked for (why_not: why it did not apply).
+    auto symmetry_note = [&](bool applied, const std::string& why_not) -> std::string {
+      if (o.symmetry != "dp") return "";
+      return applied ? fmt::format("simulated 1 of {} data-parallel replicas (exact: their routes are translates)",
+                                   e.parallel.dp)
+                     : "the full step: the data-parallel shortcut does not apply: " + why_not;
+    };
     const bool try_one = o.symmetry == "dp" && (symmetry_line = generate::replica_refusal(e, session.topology(e))).empty();
     // Streaming (docs/engines.md, "Streaming"): asked for, or (auto) when the whole
     // step will not fit in this machine's memory and a streamed run will.
@@ -139,10 +146,7 @@ void run(const Options& o) {
         PointProgress bar("streamed: generated and simulated", !o.exp.json, std::chrono::seconds(10), "ops");
         auto run = session.simulate_streamed(e, try_one, [&](int64_t ops) { bar.update(ops, total); });
         streamed.stats = run.stats;
-        if (o.symmetry == "dp")
-          symmetry_line = try_one ? fmt::format("simulated 1 of {} data-parallel replicas (exact: their routes are translates)",
-                                                e.parallel.dp)
-                                  : "the full step: the data-parallel shortcut does not apply: " + symmetry_line;
+        symmetry_line = symmetry_note(try_one, symmetry_line);
         print_report(o, e, run.report, run.generator, run.stats.ops, run.ranks, try_one, symmetry_line, streamed);
         return;
       } catch (const engine::StreamNotExact& x) {
@@ -157,10 +161,7 @@ void run(const Options& o) {
       progress.update("generating one replica's schedule", 1, 3);
       if (auto s1 = session.one_replica_schedule(e, symmetry_line)) in = std::move(*s1), one = true;
     }
-    if (o.symmetry == "dp")
-      symmetry_line = one ? fmt::format("simulated 1 of {} data-parallel replicas (exact: their routes are translates)",
-                                        e.parallel.dp)
-                          : "the full step: the data-parallel shortcut does not apply: " + symmetry_line;
+    symmetry_line = symmetry_note(one, symmetry_line);
     if (!one) {
       generate::check_fits(generate::estimate_footprint(e, generate::RunKind::simulate), "this simulation");
       progress.update("building the sparsity pattern", 0, 3);
