@@ -117,8 +117,9 @@ Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const to
   const cost::CostModel cost = cost::CostModel::for_experiment(e);
   if (timeline == WithTimeline::no) {
     // The report's preparation reads the Schedule and the plan only, so it runs
-    // beside the engine, which keeps the calling thread (SimGrid's contexts
-    // belong to the thread that started it).
+    // beside the analytic engine, which keeps the calling thread. Not beside
+    // SimGrid: it runs in a forked child, and a fork while this thread holds an
+    // allocator lock leaves the child waiting on it for ever (seen under ASan).
     std::optional<report::ReportPrep> prep;
     std::exception_ptr prep_error;
     auto prepare = [&] {
@@ -131,7 +132,7 @@ Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const to
       }
     };
     std::thread helper;
-    if (threads > 1) {
+    if (threads > 1 && kind == engine::EngineKind::analytic) {
       try {
         helper = std::thread(prepare);
       } catch (const std::system_error&) {  // no thread to be had: prepare after the engine

@@ -75,8 +75,8 @@ struct Simulation {
 enum class WithTimeline { yes, no };
 // Runs a Schedule of `e` through an engine, on e's topology and CostModel, and reports on it.
 // threads > 1: without a Timeline, what the report reads of the Schedule alone
-// (report::ReportPrep) is prepared on a second thread while the engine runs; the
-// report is the same.
+// (report::ReportPrep) is prepared on a second thread while the analytic engine
+// runs (SimGrid forks, so it runs alone); the report is the same.
 Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, engine::EngineKind kind,
                              WithTimeline timeline = WithTimeline::yes, int threads = 1);
 // The same on a Topology already built from e.cluster (Session::simulate builds it once per run).
