@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
+#include <span>
 #include <queue>
 #include <string>
 #include <unordered_map>
@@ -13,6 +15,7 @@
 #include "sim/engine/analytic_parts.hpp"
 #include "sim/engine/exec_plan.hpp"
 #include "sim/engine/flow_network.hpp"
+#include "sim/engine/path_nodes.hpp"
 #include "sim/engine/symmetry.hpp"
 #include "sim/schedule/call_shape.hpp"
 #include "sim/schedule/schedule_error.hpp"
@@ -40,6 +43,12 @@ struct Chunk {
   std::vector<int32_t> route;       // p2p: the pair's route (set once matched)
   std::vector<int32_t> first_dependent, last_dependent;  // per op: its list in `edges` (-1: none)
   std::vector<uint8_t> state;
+  // The critical path (path_nodes.hpp): per op its node once ended, what its
+  // start waited for last (set at its launch, then over its partners at its
+  // transfer's start) and whose wait that was (-1: its own).
+  std::vector<PathNodes::Ref> node, choice;
+  std::vector<OpId> via;
+  std::vector<uint8_t> via_kind, via_phase;
   // Dependents of this chunk's ops, each list in id order (as RunPlan's CSR).
   struct Edge {
     OpId dependent;
@@ -54,6 +63,7 @@ struct Chunk {
 // A stream: its ops not yet ended, in id order (the front heads the next run to end).
 struct StreamQueue {
   std::deque<OpId> ops;
+  std::vector<OpId> prev_run;  // the ops of the last run that ended: what the next run waited for
   size_t run_left = 0;  // ops of the launched run not yet ended (0: none launched)
   OpId last_head = -1;  // the head of the stream's last run (RunPlan's run grouping)
 };
@@ -155,9 +165,26 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
   void op_done(OpId id) {
     Loc l = loc(id);
     l.c->end[l.i] = now_;
+    trace_end(l);
     complete(id);
   }
   void retire();
+
+  // --- the critical path (path_nodes.hpp), chosen as report::critical_chain would
+  struct Wait {
+    double end;
+    PathNodes::Ref node;
+  };
+  std::optional<Wait> ended(OpId id);  // an ended op still in reach, else nullopt (it ended before now_)
+  void trace_launch(const StreamQueue& q, size_t len);
+  void trace_partners(std::span<const OpId> members);
+  void trace_end(Loc l);
+  void release_graveyard();
+
+ public:
+  std::optional<std::vector<schedule::PathLink>> critical_chain() const;
+
+ private:
 
   RetireSink sink_;
 
@@ -181,6 +208,16 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
 
   std::vector<Frame> stack_;
   bool draining_ = false;
+
+  PathNodes path_;
+  // Chunks retired at the current time: an op launched now may still have
+  // waited for one of their ops, which ended now too (the ops of chunks
+  // retired earlier ended earlier, and lose to the wait that ended now).
+  std::deque<Chunk> graveyard_;
+  double graveyard_time_ = 0;
+  PathNodes::Ref last_ = -1;  // the op that ends last, the lowest id on ties
+  OpId last_id_ = -1;
+  double last_end_ = 0;
 
   CallShapes shapes_;
   std::map<std::pair<int, const CallShape*>, std::vector<int32_t>> call_routes_;
@@ -332,6 +369,11 @@ void StreamRun::Impl::append(const schedule::Schedule& meta, std::vector<Op> ops
     c.first_dependent.assign(n, -1);
     c.last_dependent.assign(n, -1);
     c.state.assign(n, 0);
+    c.node.assign(n, -1);
+    c.choice.assign(n, -1);
+    c.via.assign(n, -1);
+    c.via_kind.assign(n, 0);
+    c.via_phase.assign(n, 0);
     for (size_t i = 0; i < n; ++i)
       if (c.ops[i].id != c.base + OpId(i))
         throw std::invalid_argument(fmt::format("StreamRun: op {} arrived where op {} was due", c.ops[i].id, c.base + OpId(i)));
@@ -405,6 +447,7 @@ void StreamRun::Impl::drain() {
         const OpId head = q.ops.front();
         Loc h = loc(head);
         const auto len = size_t(h.c->run_length[h.i]);
+        q.prev_run.assign(q.ops.begin(), q.ops.begin() + std::ptrdiff_t(len));
         q.ops.erase(q.ops.begin(), q.ops.begin() + std::ptrdiff_t(len));
         stack_.push_back({int64_t(k), -1, 0, true, nullptr});
       }
@@ -436,6 +479,7 @@ void StreamRun::Impl::drain() {
         at_state(q.ops[i]) |= kPosted;
         post(q.ops[i]);
       }
+      trace_launch(q, len);
       continue;
     }
     if (f.cursor < f.end) {
@@ -492,6 +536,7 @@ void StreamRun::Impl::run(bool to_end) {
     if (!to_end && ends_newest(flow)) return;
     step(flow);
     retire();
+    if (!graveyard_.empty() && graveyard_time_ < now_) release_graveyard();
   }
 }
 
@@ -505,6 +550,9 @@ void StreamRun::Impl::retire() {
     retired_below_ = c.base + OpId(c.size());
     ops_held_ -= int64_t(c.size());
     if (cached_ == &c) cached_ = nullptr;
+    if (!graveyard_.empty() && graveyard_time_ < now_) release_graveyard();
+    graveyard_time_ = now_;
+    graveyard_.push_back(std::move(c));
     chunks_.pop_front();
   }
 }
@@ -513,6 +561,8 @@ void StreamRun::Impl::start_p2p(OpId id, OpId partner) {
   Loc l = loc(id);
   const Op& o = l.c->ops[l.i];
   const double bytes = double(o.kind == OpKind::send ? o.bytes : op(partner).bytes);
+  const OpId pair[2] = {std::min(id, partner), std::max(id, partner)};
+  trace_partners(pair);
   start_transfer(l.c->route[l.i], bytes, {id, partner});
 }
 
@@ -524,6 +574,7 @@ void StreamRun::Impl::start_collective(int64_t c) {
   auto& ids = call_routes_[{first.group, call.run.shape.get()}];
   if (ids.empty()) ids.assign(call.run.plan().size(), -1);
   call.route_ids = &ids;
+  trace_partners(call.members);
   for (size_t i = 0; i < call.members.size(); ++i)
     if (call.run.member_left[i] == 0) push(now_, Ev::op_done, call.members[i]);
   for (size_t i = 0; i < call.run.plan().size(); ++i)
@@ -556,6 +607,96 @@ void StreamRun::Impl::xfer_done(int64_t x) {
   if (call.run.xfers_left == 0) calls_.erase(c);
 }
 
+// ---------------------------------------------------------------- the critical path
+
+std::optional<StreamRun::Impl::Wait> StreamRun::Impl::ended(OpId id) {
+  if (!retired(id)) {
+    Loc l = loc(id);
+    if (!(l.c->state[l.i] & kDone)) throw std::logic_error(fmt::format("stream run: a run launched before op {}, which it waits for, ended", id));
+    return Wait{l.c->end[l.i], l.c->node[l.i]};
+  }
+  for (auto g = graveyard_.rbegin(); g != graveyard_.rend(); ++g)
+    if (id >= g->base && id < g->base + OpId(g->size())) {
+      const auto i = size_t(id - g->base);
+      return Wait{g->end[i], g->node[i]};
+    }
+  return std::nullopt;
+}
+
+// A run launches when the last of its waits ends (now_): its dependencies, the
+// deps of the ops joined with it, and the ops of its stream's previous run, in
+// timeline_edges' order; the first that ended last is what each op waited for.
+void StreamRun::Impl::trace_launch(const StreamQueue& q, size_t len) {
+  std::optional<Wait> best;
+  auto consider = [&](OpId w) {
+    const auto x = ended(w);
+    if (x && (!best || x->end > best->end)) best = x;
+  };
+  for (size_t i = 0; i < len; ++i)
+    for (OpId d : op(q.ops[i]).deps) consider(d);
+  for (OpId p : q.prev_run) consider(p);
+  for (size_t i = 0; i < len; ++i) {
+    Loc l = loc(q.ops[i]);
+    l.c->choice[l.i] = best ? best->node : -1;
+    if (best) path_.ref(best->node);
+  }
+}
+
+// A transfer starts once its partners are all posted: each takes its own wait
+// unless a partner's ended later (the first such member on ties), as the
+// walk that considers an op's waits, then its partners' in member order, does.
+void StreamRun::Impl::trace_partners(std::span<const OpId> members) {
+  int first = -1;
+  double latest = 0;
+  std::vector<PathNodes::Ref> own(members.size());
+  for (size_t k = 0; k < members.size(); ++k) {
+    Loc l = loc(members[k]);
+    own[k] = l.c->choice[l.i];
+    if (own[k] >= 0 && (first < 0 || path_.end(own[k]) > latest)) first = int(k), latest = path_.end(own[k]);
+  }
+  if (first < 0) return;
+  const Op& via = op(members[size_t(first)]);
+  for (size_t k = 0; k < members.size(); ++k) {
+    if (own[k] >= 0 && path_.end(own[k]) == latest) continue;
+    Loc l = loc(members[k]);
+    path_.ref(own[size_t(first)]);
+    path_.unref(own[k]);
+    l.c->choice[l.i] = own[size_t(first)];
+    l.c->via[l.i] = via.id;
+    l.c->via_kind[l.i] = uint8_t(via.kind);
+    l.c->via_phase[l.i] = uint8_t(via.phase);
+  }
+}
+
+void StreamRun::Impl::trace_end(Loc l) {
+  const Op& o = l.c->ops[l.i];
+  schedule::PathLink link;
+  link.op = o.id, link.start = l.c->start[l.i], link.end = now_, link.kind = o.kind, link.phase = o.phase;
+  if (l.c->via[l.i] >= 0) {
+    link.via = l.c->via[l.i];
+    link.via_kind = OpKind(l.c->via_kind[l.i]), link.via_phase = schedule::Phase(l.c->via_phase[l.i]);
+  }
+  const int64_t call = schedule::is_compute(o.kind) ? PathNodes::kNoCall
+                       : schedule::is_p2p(o.kind)   ? std::min(o.id, l.c->link[l.i])
+                                                    : -(l.c->link[l.i] + 1);
+  const PathNodes::Ref r = path_.make(link, call, std::exchange(l.c->choice[l.i], -1));
+  l.c->node[l.i] = r;
+  if (last_ < 0 || now_ > last_end_ || o.id < last_id_) {
+    path_.ref(r);
+    path_.unref(last_);
+    last_ = r, last_id_ = o.id, last_end_ = now_;
+  }
+  stats_.peak_path_nodes = std::max(stats_.peak_path_nodes, path_.live());
+}
+
+void StreamRun::Impl::release_graveyard() {
+  for (const Chunk& c : graveyard_)
+    for (PathNodes::Ref r : c.node) path_.unref(r);
+  graveyard_.clear();
+}
+
+std::optional<std::vector<schedule::PathLink>> StreamRun::Impl::critical_chain() const { return path_.chain(last_); }
+
 // ---------------------------------------------------------------- StreamRun
 
 StreamRun::StreamRun(const topology::Topology& t, const cost::CostModel& m, RetireSink sink)
@@ -565,5 +706,6 @@ void StreamRun::append(const schedule::Schedule& meta, std::vector<Op> ops, bool
   impl_->append(meta, std::move(ops), last);
 }
 const StreamRun::Stats& StreamRun::stats() const { return impl_->stats_; }
+std::optional<std::vector<schedule::PathLink>> StreamRun::critical_chain() const { return impl_->critical_chain(); }
 
 }  // namespace rm::engine

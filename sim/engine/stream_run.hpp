@@ -20,11 +20,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <vector>
 
 #include "sim/cost/cost_model.hpp"
+#include "sim/schedule/op_events.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/topology/topology.hpp"
 
@@ -64,8 +66,15 @@ class StreamRun {
     int64_t ops = 0;            // appended
     int64_t chunks = 0;         // appended
     int64_t peak_ops_held = 0;  // the most ops held at once (chunks not yet retired)
+    int64_t peak_path_nodes = 0;  // the most critical-path nodes alive at once (path_nodes.hpp)
   };
   const Stats& stats() const;
+
+  // After the last chunk: the critical path as report::critical_chain gives it
+  // on the whole run's op times, link for link; nullopt where the whole walk's
+  // skipping of ops already on the path could have chosen otherwise
+  // (path_nodes.hpp), which generated steps have not shown.
+  std::optional<std::vector<schedule::PathLink>> critical_chain() const;
 
  private:
   struct Impl;

@@ -278,7 +278,7 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
           if (progress) progress(ops);
         },
         ring_steps);
-    out.report = rep->finish();
+    out.report = rep->finish(run.critical_chain());
     out.stats = run.stats();
     out.ring_step_chunks = ring_steps;
     return out;

@@ -57,32 +57,15 @@ CriticalPath critical_path(const schedule::Schedule& s, const traces::Timeline& 
   return critical_path(s, EdgeGraph(tl.edges, s.ops.size()), spans_of(s, tl));
 }
 
-CriticalPath critical_path(const schedule::Schedule& s, const EdgeGraph& g, const OpSpans& t) {
-  CriticalPath cp;
+std::vector<schedule::PathLink> critical_chain(const schedule::Schedule& s, const EdgeGraph& g, const OpSpans& t) {
+  std::vector<schedule::PathLink> chain;
   // The path ends at the op that ends last (the lowest id on ties).
   OpId cur = -1;
   double last_end = 0;
   for (size_t i = 0; i < s.ops.size(); ++i)
     if (t.has_op(i) && (cur < 0 || t.end[i] > last_end)) cur = OpId(i), last_end = t.end[i];
-  if (cur < 0) return cp;
-
-  std::vector<char> on_path(s.ops.size(), 0);
-  std::map<std::pair<OpKind, Phase>, CriticalPathShare> shares;
-  auto visit = [&](OpId op, double seconds) {
-    on_path[size_t(op)] = 1;
-    cp.ops.push_back(op);
-    const Op& o = s.ops[size_t(op)];
-    auto& sh = shares[{o.kind, o.phase}];
-    sh.kind = o.kind;
-    sh.phase = o.phase;
-    sh.seconds += seconds;
-    ++sh.ops;
-    (schedule::is_compute(o.kind) ? cp.compute_s : cp.communication_s) += seconds;
-  };
-
-  const double t_end = t.end[size_t(cur)];
-  double at = t_end;  // the path covers [at, t_end] so far
-  for (;;) {
+  std::vector<char> on_path(cur < 0 ? 0 : s.ops.size(), 0);
+  while (cur >= 0) {
     // The latest-ending wait of cur or of a partner (cur's own first on ties).
     OpId best = -1, via = -1;
     double best_end = 0;
@@ -97,20 +80,50 @@ CriticalPath critical_path(const schedule::Schedule& s, const EdgeGraph& g, cons
     consider(cur);
     for (OpId m : g.partners(cur))
       if (!on_path[size_t(m)]) consider(m);
+    const Op& o = s.ops[size_t(cur)];
+    schedule::PathLink& link = chain.emplace_back();
+    link.op = cur, link.start = t.start[size_t(cur)], link.end = t.end[size_t(cur)];
+    link.kind = o.kind, link.phase = o.phase;
+    on_path[size_t(cur)] = 1;
+    if (via >= 0 && via != cur) {
+      const Op& v = s.ops[size_t(via)];
+      link.via = via, link.via_kind = v.kind, link.via_phase = v.phase;
+      on_path[size_t(via)] = 1;
+    }
+    cur = best;
+  }
+  return chain;
+}
 
-    const double start = std::min(t.start[size_t(cur)], at);
-    if (best < 0) {
-      visit(cur, at - start);
+CriticalPath critical_path(const std::vector<schedule::PathLink>& chain) {
+  CriticalPath cp;
+  if (chain.empty()) return cp;
+  std::map<std::pair<OpKind, Phase>, CriticalPathShare> shares;
+  auto visit = [&](OpId op, OpKind kind, Phase phase, double seconds) {
+    cp.ops.push_back(op);
+    auto& sh = shares[{kind, phase}];
+    sh.kind = kind;
+    sh.phase = phase;
+    sh.seconds += seconds;
+    ++sh.ops;
+    (schedule::is_compute(kind) ? cp.compute_s : cp.communication_s) += seconds;
+  };
+  const double t_end = chain.front().end;
+  double at = t_end;  // the path covers [at, t_end] so far
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const schedule::PathLink& l = chain[i];
+    const double start = std::min(l.start, at);
+    if (i + 1 == chain.size()) {
+      visit(l.op, l.kind, l.phase, at - start);
       at = start;
       break;
     }
-    const double ready = std::min(best_end, at);
-    // A partner's wait can end after cur was posted: the transfer ran from then.
-    visit(cur, at - std::max(start, ready));
+    const double ready = std::min(chain[i + 1].end, at);
+    // A partner's wait can end after the op was posted: the transfer ran from then.
+    visit(l.op, l.kind, l.phase, at - std::max(start, ready));
     cp.waiting_s += std::max(0.0, start - ready);
-    if (via != cur) visit(via, 0.0);
+    if (l.via >= 0) visit(l.via, l.via_kind, l.via_phase, 0.0);
     at = ready;
-    cur = best;
   }
   cp.length_s = t_end - at;
   std::reverse(cp.ops.begin(), cp.ops.end());
@@ -118,6 +131,10 @@ CriticalPath critical_path(const schedule::Schedule& s, const EdgeGraph& g, cons
   std::stable_sort(cp.by_kind.begin(), cp.by_kind.end(),
                    [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
   return cp;
+}
+
+CriticalPath critical_path(const schedule::Schedule& s, const EdgeGraph& g, const OpSpans& t) {
+  return critical_path(critical_chain(s, g, t));
 }
 
 }  // namespace rm::report

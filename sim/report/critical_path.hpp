@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/report/op_spans.hpp"
+#include "sim/schedule/op_events.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "traces/timeline.hpp"
 
@@ -61,5 +62,11 @@ class EdgeGraph {
 CriticalPath critical_path(const schedule::Schedule& s, const traces::Timeline& tl);
 // The same on op times and a graph already built (what the Timeline form runs).
 CriticalPath critical_path(const schedule::Schedule& s, const EdgeGraph& g, const OpSpans& t);
+// The walk alone: the path as a chain, last op first (schedule/op_events.hpp).
+std::vector<schedule::PathLink> critical_chain(const schedule::Schedule& s, const EdgeGraph& g, const OpSpans& t);
+// Where a chain's time went (what the forms above return): each op's seconds
+// run from the later of its start and its next link's end up to where the
+// path had reached; a start after that end is waiting.
+CriticalPath critical_path(const std::vector<schedule::PathLink>& chain);
 
 }  // namespace rm::report

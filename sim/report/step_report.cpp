@@ -306,7 +306,7 @@ std::string to_text(const StepReport& r) {
 
   const CriticalPath& cp = r.critical_path;
   if (!r.critical_path_traced) {
-    out += "\ncritical path  not traced: a streamed run never holds every op at once\n";
+    out += "\ncritical path  not traced: the streamed run could not tell it apart from ties; simulate it whole\n";
   } else {
     out += fmt::format("\ncritical path  {} over {} ops: compute {} ({}), communication {} ({}), waiting {} ({})\n",
                        secs(cp.length_s), cp.ops.size(), secs(cp.compute_s), pct(cp.compute_s, cp.length_s),

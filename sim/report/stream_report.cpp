@@ -64,7 +64,7 @@ void StreamReport::sweep(double below) {
   }
 }
 
-StepReport StreamReport::finish() {
+StepReport StreamReport::finish(const std::optional<std::vector<schedule::PathLink>>& critical_chain) {
   sweep(1e300);
   StepReport r;
   core::fill_figures(r, e_, ranks_, replicas_, mask_fwd_flops_, executed_flops_, any_op_ ? end_ - begin_ : 0.0);
@@ -80,7 +80,8 @@ StepReport StreamReport::finish() {
   std::vector<std::pair<double, double>> busy;
   for (const RankUnion& u : union_) busy.emplace_back(u.compute_sweep.length(), u.any_sweep.length());
   r.breakdown = core::breakdown(busy, r.step_time_s);
-  r.critical_path_traced = false;
+  r.critical_path_traced = critical_chain.has_value();
+  if (critical_chain) r.critical_path = critical_path(*critical_chain);
   return r;
 }
 

@@ -5,11 +5,14 @@
 // whole run's op times, figure for figure (sums in the same order; the
 // breakdown's interval unions swept in the same sorted order, each rank's
 // intervals fed once no later op can start before them). The critical path
-// and what bounds the step are not traced: both walk every op at once.
+// comes from the run, which traces it as ops end (engine::StreamRun::
+// critical_chain); what bounds the step is not traced: it spreads every
+// transfer over its links and reads them all at once.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "sim/config/experiment.hpp"
 #include "sim/report/report_core.hpp"
 #include "sim/report/step_report.hpp"
+#include "sim/schedule/op_events.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace rm::report {
@@ -28,7 +32,8 @@ class StreamReport {
   // The next chunk, in op order; every op not yet added starts at or after safe_before.
   void add(std::span<const schedule::Op> ops, std::span<const double> start, std::span<const double> end,
            double safe_before);
-  StepReport finish();  // after the last chunk
+  // After the last chunk, with the run's critical path (nullopt: not traced).
+  StepReport finish(const std::optional<std::vector<schedule::PathLink>>& critical_chain);
 
   int64_t intervals_held() const { return held_; }
 

@@ -35,4 +35,21 @@ void name_ranks_and_streams(const Schedule& s, traces::Timeline& t);
 // then every collective edge.
 std::vector<traces::Edge> timeline_edges(const Schedule& s, const RunPlan& plan);
 
+// One op of a critical path held as a chain, from the op that ends last back
+// to the first: the next link is what this op's start waited for last, and
+// `via` says whose wait it was (this op's own, or a p2p partner's or a call
+// member's, whose posting the transfer also waited for). The report's walk of
+// a Timeline (report/critical_path.hpp) and the streamed run
+// (engine/stream_run.hpp) both build one; the report reads its time off it.
+struct PathLink {
+  OpId op = -1;
+  double start = 0, end = 0;
+  OpKind kind = OpKind::gemm;
+  Phase phase = Phase::forward;
+  OpId via = -1;  // -1: op's own wait (or the last link)
+  OpKind via_kind = OpKind::gemm;
+  Phase via_phase = Phase::forward;
+  bool operator==(const PathLink&) const = default;
+};
+
 }  // namespace rm::schedule

@@ -5,7 +5,8 @@
 // fast_step_report's figures exactly. Where an op arrives after it could have
 // started (ZeRO-3's prefetch, a Schedule cut anywhere) the run must refuse
 // rather than answer differently: random cuts of random Schedules either equal
-// the whole run or throw StreamNotExact.
+// the whole run or throw StreamNotExact. The critical path the run traces as
+// ops end is the chain report::critical_chain walks back on the whole run.
 #include <algorithm>
 #include <random>
 #include <string>
@@ -19,6 +20,7 @@
 #include "sim/engine/stream_run.hpp"
 #include "sim/generate/generate.hpp"
 #include "sim/pipeline/pipeline.hpp"
+#include "sim/report/critical_path.hpp"
 #include "sim/report/stream_report.hpp"
 #include "sim/schedule/builder.hpp"
 #include "sim/schedule/schedule_error.hpp"
@@ -36,7 +38,22 @@ struct Streamed {
   OpTimes times;
   int retired = 0;
   StreamRun::Stats stats;
+  std::optional<std::vector<schedule::PathLink>> chain;
 };
+
+// The critical path of the whole run, as the report walks it.
+std::vector<schedule::PathLink> whole_chain(const schedule::Schedule& s, const OpTimes& t) {
+  const schedule::RunPlan plan(s);
+  const report::EdgeGraph g(schedule::timeline_edges(s, plan), s.ops.size());
+  return report::critical_chain(s, g, report::OpSpans{t.start, t.end, {}});
+}
+
+void expect_same_chain(const std::vector<schedule::PathLink>& whole, const std::vector<schedule::PathLink>& streamed) {
+  ASSERT_EQ(whole.size(), streamed.size());
+  for (size_t i = 0; i < whole.size(); ++i)
+    ASSERT_TRUE(whole[i] == streamed[i]) << "link " << i << ": whole op " << whole[i].op << " via " << whole[i].via
+                                         << ", streamed op " << streamed[i].op << " via " << streamed[i].via;
+}
 
 // Streams `chunks` (ops with consecutive ids) of a Schedule whose frame is `meta`.
 Streamed stream(const schedule::Schedule& meta, const std::vector<std::vector<schedule::Op>>& chunks,
@@ -54,6 +71,7 @@ Streamed stream(const schedule::Schedule& meta, const std::vector<std::vector<sc
   });
   for (size_t k = 0; k < chunks.size(); ++k) run.append(meta, chunks[k], k + 1 == chunks.size());
   out.stats = run.stats();
+  out.chain = run.critical_chain();
   // safe_before holds: no op handed back later started before it (the report's sweep relies on it).
   for (const auto& [from, before] : safe)
     for (size_t i = from; i < out.times.start.size(); ++i)
@@ -110,6 +128,9 @@ void expect_streams_exactly(const std::vector<std::string>& sets, bool one = fal
     meta.ops.clear();
     const Streamed s = stream(meta, chunks, topo, cost);
     expect_same_times(t, s.times);
+    ASSERT_TRUE(s.chain.has_value());
+    expect_same_chain(whole_chain(whole, t), *s.chain);
+    EXPECT_GT(s.chain->size(), size_t(2));
     EXPECT_EQ(s.retired, int(std::count_if(chunks.begin(), chunks.end(), [](const auto& c) { return !c.empty(); })));
     if (e.scope == Scope::step) {
       EXPECT_LT(s.stats.peak_ops_held, int64_t(whole.ops.size()));  // never the whole step at once
@@ -139,8 +160,22 @@ void expect_streams_exactly(const std::vector<std::string>& sets, bool one = fal
   }
   EXPECT_EQ(sr.breakdown.mean.idle_s, whole_rep.breakdown.mean.idle_s);
   EXPECT_EQ(sr.memory.peak_bytes, whole_rep.memory.peak_bytes);
-  EXPECT_FALSE(sr.critical_path_traced);
-  EXPECT_TRUE(whole_rep.critical_path_traced);
+  ASSERT_TRUE(sr.critical_path_traced);
+  const auto& cp = sr.critical_path;
+  const auto& wcp = whole_rep.critical_path;
+  EXPECT_EQ(cp.ops, wcp.ops);
+  EXPECT_EQ(cp.length_s, wcp.length_s);
+  EXPECT_EQ(cp.compute_s, wcp.compute_s);
+  EXPECT_EQ(cp.communication_s, wcp.communication_s);
+  EXPECT_EQ(cp.waiting_s, wcp.waiting_s);
+  ASSERT_EQ(cp.by_kind.size(), wcp.by_kind.size());
+  for (size_t k = 0; k < cp.by_kind.size(); ++k) {
+    EXPECT_EQ(cp.by_kind[k].kind, wcp.by_kind[k].kind);
+    EXPECT_EQ(cp.by_kind[k].phase, wcp.by_kind[k].phase);
+    EXPECT_EQ(cp.by_kind[k].seconds, wcp.by_kind[k].seconds);
+    EXPECT_EQ(cp.by_kind[k].ops, wcp.by_kind[k].ops);
+  }
+  EXPECT_GT(cp.length_s, 0.0);
 }
 
 TEST(StreamRun, GeneratedStepsStreamExactly) {
@@ -207,6 +242,39 @@ TEST(StreamRun, RefusesAnOpThatArrivesLate) {
   }
 }
 
+// A run that launches when two of its waits end at the same time takes the
+// first in its order, as the whole walk does, even when that one's chunk was
+// handed back (retired) between the two ends: g0 and g1 both end at L + D, g0's
+// chunk retires as g0 ends, then g1's end launches x, which waited for g0 first.
+TEST(StreamRun, TheCriticalPathTakesTheFirstOfTiedWaitsFromARetiredChunk) {
+  schedule::ScheduleBuilder b;
+  const int r = b.add_rank(0);
+  for (int k = 0; k < 3; ++k) b.add_stream(r, schedule::StreamKind::compute, "c" + std::to_string(k));  // side by side
+  const OpId z0 = b.compute(r, 0, schedule::OpKind::gemm, {}, {0, 0, 1});
+  const OpId g0 = b.compute(r, 0, schedule::OpKind::gemm, {}, {1e12, 0, 1});
+  b.compute(r, 1, schedule::OpKind::gemm, {}, {0, 0, 1});
+  const OpId g1 = b.compute(r, 1, schedule::OpKind::gemm, {}, {1e12, 0, 1});
+  const OpId x = b.compute(r, 2, schedule::OpKind::gemm, {}, {1e12, 0, 1}, {g0, g1});
+  const schedule::Schedule s = std::move(b).build();
+  auto cfg = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "test");
+  const Cluster cluster = parse_cluster(JsonReader(cfg.json, cfg.source));
+  const topology::Topology topo(cluster);
+  const cost::CostModel model(cluster, load_attention_kernel(ConfigStore(), "block_sparse", cluster.gpu));
+  schedule::Schedule meta = s;
+  meta.ops.clear();
+  const OpTimes whole = run_analytic(s, topo, model);
+  ASSERT_EQ(whole.end[size_t(g0)], whole.end[size_t(g1)]);  // the tie
+  const Streamed st = stream(meta, {{s.ops.begin(), s.ops.begin() + 3}, {s.ops.begin() + 3, s.ops.end()}}, topo, model);
+  expect_same_times(whole, st.times);
+  ASSERT_TRUE(st.chain.has_value());
+  const auto chain = whole_chain(s, whole);
+  ASSERT_EQ(chain.size(), size_t(3));
+  EXPECT_EQ(chain[0].op, x);
+  EXPECT_EQ(chain[1].op, g0);
+  EXPECT_EQ(chain[2].op, z0);
+  expect_same_chain(chain, *st.chain);
+}
+
 // Random Schedules cut at random places: equal to the whole run, or refused.
 TEST(StreamRun, RandomCutsEqualTheWholeRunOrAreRefused) {
   auto cfg = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "test");
@@ -214,7 +282,7 @@ TEST(StreamRun, RandomCutsEqualTheWholeRunOrAreRefused) {
   const topology::Topology topo(cluster);
   const cost::CostModel model(cluster, load_attention_kernel(ConfigStore(), "block_sparse", cluster.gpu));
   std::mt19937_64 rng(7);
-  int exact = 0, refused = 0;
+  int exact = 0, refused = 0, traced = 0;
   for (int round = 0; round < 60; ++round) {
     const schedule::Schedule s = round % 3 == 2 ? ring_schedule({8, 0, 20, 3e10, 1 << 20, 5})
                                                 : random_schedule({uint64_t(round + 1), 6 + round % 11, 300});
@@ -235,6 +303,11 @@ TEST(StreamRun, RandomCutsEqualTheWholeRunOrAreRefused) {
       const Streamed st = stream(meta, chunks, topo, model);
       expect_same_times(whole, st.times);
       ++exact;
+      // The traced path is the whole walk's, or (where ties of the walk's skipping could matter) none.
+      if (st.chain) {
+        expect_same_chain(whole_chain(s, whole), *st.chain);
+        ++traced;
+      }
       if (n_cuts == 0) {
         EXPECT_EQ(st.stats.chunks, 1);
       }
@@ -246,6 +319,7 @@ TEST(StreamRun, RandomCutsEqualTheWholeRunOrAreRefused) {
   // Both outcomes occur, so the oracle compares something either way.
   EXPECT_GT(exact, 15);
   EXPECT_GT(refused, 0);
+  EXPECT_GT(traced, 15);
 }
 
 TEST(StreamRun, ChunksMustContinueTheIds) {

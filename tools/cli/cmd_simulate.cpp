@@ -60,6 +60,7 @@ void print_report(const Options& o, const Experiment& e, const report::StepRepor
     if (streamed.used)
       j["streamed"] = {{"chunks", streamed.stats.chunks},
                        {"peak_ops_held", streamed.stats.peak_ops_held},
+                       {"peak_path_nodes", streamed.stats.peak_path_nodes},
                        {"note", streamed.why}};
     else if (!streamed.why.empty())
       j["streamed"] = {{"chunks", 0}, {"note", streamed.why}};
@@ -205,7 +206,7 @@ void register_simulate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--stream", o->stream,
                   "on: generate and simulate the step a layer at a time, holding only the ops in flight (analytic "
-                  "engine, same op times; no critical path or bound-by); auto: when the whole step would not fit "
+                  "engine, same op times and critical path; no bound-by); auto: when the whole step would not fit "
                   "in memory; off: never")
       ->capture_default_str();
   cmd->callback([o] { run(*o); });

@@ -1,0 +1,45 @@
+#include "sim/engine/path_nodes.hpp"
+
+#include <stdexcept>
+#include <unordered_set>
+
+namespace rm::engine {
+
+PathNodes::Ref PathNodes::make(const schedule::PathLink& link, int64_t call, Ref parent) {
+  Ref r;
+  if (!free_.empty()) {
+    r = free_.back();
+    free_.pop_back();
+  } else {
+    if (nodes_.size() >= size_t(INT32_MAX)) throw std::length_error("stream run: too many critical-path nodes");
+    r = Ref(nodes_.size());
+    nodes_.emplace_back();
+  }
+  nodes_[size_t(r)] = {link, call, parent, 1};
+  return r;
+}
+
+void PathNodes::unref(Ref r) {
+  while (r >= 0 && --nodes_[size_t(r)].refs == 0) {
+    const Ref parent = nodes_[size_t(r)].parent;
+    free_.push_back(r);
+    r = parent;
+  }
+}
+
+std::optional<std::vector<schedule::PathLink>> PathNodes::chain(Ref last) const {
+  std::vector<schedule::PathLink> out;
+  std::unordered_set<schedule::OpId> on_path;
+  std::unordered_set<int64_t> calls;
+  for (Ref r = last; r >= 0; r = nodes_[size_t(r)].parent) {
+    const Node& n = nodes_[size_t(r)];
+    if (n.call != kNoCall && !calls.insert(n.call).second) return std::nullopt;
+    if (n.parent >= 0 && on_path.count(nodes_[size_t(n.parent)].link.op)) return std::nullopt;
+    on_path.insert(n.link.op);
+    if (n.link.via >= 0) on_path.insert(n.link.via);
+    out.push_back(n.link);
+  }
+  return out;
+}
+
+}  // namespace rm::engine
