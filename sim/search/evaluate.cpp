@@ -12,6 +12,7 @@
 
 #include "sim/generate/footprint.hpp"
 #include "sim/generate/generate.hpp"
+#include "sim/engine/stream_run.hpp"
 #include "sim/memory/memory_model.hpp"
 
 namespace rm::search {
@@ -47,9 +48,40 @@ bool wants_symmetry(const Experiment& e, const EvaluateOptions& o, pipeline::Ses
   return generate::replica_refusal(e, session.topology(e)).empty();
 }
 
+// A point too large to hold whole, streamed where that fits (EvaluateOptions::stream); nullopt: not streamed.
+std::optional<Outcome> streamed_point(const Experiment& e, const EvaluateOptions& o, pipeline::Session& session,
+                                      bool one) {
+  if (!o.stream || o.engine != engine::EngineKind::analytic) return std::nullopt;
+  const int64_t have = generate::machine_memory_bytes();
+  try {
+    if (generate::estimate_footprint(e, generate::RunKind::simulate, one).bytes <= have ||
+        generate::estimate_stream_footprint(e, one).bytes > have)
+      return std::nullopt;  // fits whole, or not even streamed (the whole run's check says so)
+  } catch (const ConfigError&) {
+    return std::nullopt;  // the whole run says what is wrong with it
+  }
+  Outcome out;
+  try {
+    pipeline::StreamedSimulation run = session.simulate_streamed(e, one);
+    out.ops = run.stats.ops;
+    out.generator = std::move(run.generator);
+    out.report = std::move(run.report);
+    out.one_replica = one;
+    out.streamed = true;
+    out.ok = true;
+  } catch (const engine::StreamNotExact& x) {
+    out.error = x.what();
+  } catch (const ConfigError& x) {
+    out.error = x.what();
+  }
+  return out;
+}
+
 // One point simulated as a whole step, through the shortcut where asked for and exact.
 Outcome simulate_point(const Experiment& e, const EvaluateOptions& o, pipeline::Session& session) {
-  if (!wants_symmetry(e, o, session)) return evaluate_one(e, o.engine, session, o.bound_by);
+  const bool try_one = wants_symmetry(e, o, session);
+  if (auto streamed = streamed_point(e, o, session, try_one)) return std::move(*streamed);
+  if (!try_one) return evaluate_one(e, o.engine, session, o.bound_by);
   Outcome out;
   try {
     generate::check_fits(generate::estimate_footprint(e, generate::RunKind::simulate, true), "this point");

@@ -29,6 +29,10 @@ struct Outcome {
   int64_t ops = 0;  // ops simulated (one replica's under the shortcut; both pieces' when estimated)
   std::string generator;
   bool one_replica = false;  // simulated one data-parallel replica for all (exact: EvaluateOptions::symmetry_above_ops)
+  // Streamed (docs/engines.md, "Streaming"): the whole step would not fit this
+  // machine's memory and the streamed run did (EvaluateOptions::stream); the
+  // figures are the whole run's, the report has no bound_by.
+  bool streamed = false;
   // Empty when the report is a simulated step; else how it was estimated
   // (EvaluateOptions::extrapolate_above_ops): its figures are not a simulation's.
   std::string estimated;
@@ -61,6 +65,11 @@ struct EvaluateOptions {
   // steps of the same layout with 1 and up to kEstimateLayers layers
   // (extrapolate_layers); -1: never.
   int64_t extrapolate_above_ops = -1;
+  // A point whose step would not fit this machine's memory whole
+  // (generate::estimate_footprint) but would streamed (estimate_stream_footprint)
+  // is simulated streamed, as `simulate --stream auto` does: analytic engine
+  // only, after the estimate above where that is asked for.
+  bool stream = true;
 };
 
 // The step of `e` (scope step, L layers) estimated from simulated steps of the

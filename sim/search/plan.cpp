@@ -345,7 +345,7 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
     st.screen_points = int64_t(n_layers);
     st.screen_pruned = std::count(ldone.begin(), ldone.end(), char(0));  // not the too large (2)
     for (size_t j = 0; j < n_layers; ++j) st.screen_pruned_comm += !ldone[j] && lcompute[j] <= lbound;
-    for (const Outcome& x : lout) st.one_replica += x.one_replica;
+    for (const Outcome& x : lout) st.one_replica += x.one_replica, st.streamed += x.streamed;
     const std::vector<size_t> kept = best_of(lout, layer_tokens, keep);
     std::vector<char> is_kept(n_layers, 0);
     for (size_t j : kept) is_kept[j] = 1;
@@ -398,6 +398,7 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
       st.first_failure = c.analytic.error;
     }
     st.one_replica += c.analytic.one_replica;
+    st.streamed += c.analytic.streamed;
     st.estimated += !c.analytic.estimated.empty();
   }
   if (seed_id < cand.size()) res.seed.index = cand[seed_id].index;
@@ -418,6 +419,7 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
     auto skip = [](const Outcome& a) -> std::string {
       if (!a.estimated.empty()) return "not re-simulated with SimGrid: the step is too large to simulate whole (" + a.estimated + ")";
       if (a.one_replica) return "not re-simulated with SimGrid: it runs every replica, and this step was simulated one data-parallel replica for all";
+      if (a.streamed) return "not re-simulated with SimGrid: the step is too large to hold whole (it was streamed)";
       return "";
     };
     for (size_t j = 0; j < top.size(); ++j) {
@@ -458,8 +460,8 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
     EvaluateOptions bo = eo;
     bo.bound_by = true;
     auto fill = [&](PlanCandidate& c, const Experiment& x) {
-      if ((c.confirmed && c.simgrid.ok) || !c.analytic.ok || c.analytic.one_replica || !c.analytic.estimated.empty() ||
-          c.analytic.report.bound_by)
+      if ((c.confirmed && c.simgrid.ok) || !c.analytic.ok || c.analytic.one_replica || c.analytic.streamed ||
+          !c.analytic.estimated.empty() || c.analytic.report.bound_by)
         return;
       progress("what bounds the printed steps", 0, 1);
       Outcome again = evaluate({x}, bo)[0];

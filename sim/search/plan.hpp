@@ -121,6 +121,7 @@ struct PlanStats {
   int64_t confirmed = 0;      // SimGrid simulations
   int64_t estimated = 0;      // full steps estimated from steps of 1 and up to 4 layers (counted in simulated)
   int64_t one_replica = 0;    // simulations (layers and steps) of one data-parallel replica for all
+  int64_t streamed = 0;       // simulations streamed: too large to hold whole (EvaluateOptions::stream)
   // Skipped only thanks to the ring-transfer floor (their compute floor alone was at
   // most the final K-th best): of pruned_bound (layouts), and of screen_pruned (layers).
   int64_t pruned_comm = 0, screen_pruned_comm = 0;

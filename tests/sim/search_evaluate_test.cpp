@@ -1,5 +1,6 @@
 // search::evaluate on many threads gives, point for point, what one fresh
 // Session gives serially; a point that cannot run says why without stopping the rest.
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/config/config_store.hpp"
+#include "sim/generate/footprint.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/search/evaluate.hpp"
 
@@ -90,6 +92,44 @@ TEST(Evaluate, APointThatCannotRunSaysWhyAndTheOthersStillRun) {
   EXPECT_NE(got[1].error.find("window"), std::string::npos) << got[1].error;
   EXPECT_TRUE(got[2].ok);
   EXPECT_EQ(report::to_json(got[0].report).dump(), report::to_json(got[2].report).dump());
+}
+
+// A point whose whole step would not fit this machine's memory but whose
+// streamed run would is streamed: the whole run's figures (but bound_by, which a
+// streamed run does not give); with streaming off it is refused, saying why.
+TEST(Evaluate, APointTooLargeToHoldWholeIsStreamed) {
+  const Experiment e = variant({"scope=step", "parallel.cp=8", "parallel.dp=2"});
+  const auto whole = generate::estimate_footprint(e, generate::RunKind::simulate);
+  const auto window = generate::estimate_stream_footprint(e, false);
+  ASSERT_LT(window.bytes, whole.bytes);
+  pipeline::Session fresh;
+  const Outcome want = evaluate_one(e, engine::EngineKind::analytic, fresh);
+  ASSERT_TRUE(want.ok) << want.error;
+  ASSERT_TRUE(want.report.bound_by.has_value());
+
+  const std::string between = std::to_string((window.bytes + whole.bytes) / 2);
+  ::setenv("RINGMASTER_MEMORY_BYTES", between.c_str(), 1);
+  EvaluateOptions o;
+  o.jobs = 2;
+  const std::vector<Outcome> got = evaluate({e, variant({})}, o);
+  o.stream = false;
+  const std::vector<Outcome> refused = evaluate({e}, o);
+  ::unsetenv("RINGMASTER_MEMORY_BYTES");
+
+  ASSERT_TRUE(got[0].ok) << got[0].error;
+  EXPECT_TRUE(got[0].streamed);
+  EXPECT_FALSE(got[1].streamed);  // the small one fits whole
+  EXPECT_EQ(got[0].ops, want.ops);
+  EXPECT_EQ(got[0].generator, want.generator);
+  EXPECT_FALSE(got[0].report.bound_by.has_value());
+  auto without_bound_by = [](const report::StepReport& r) {
+    auto j = report::to_json(r);
+    j.erase("bound_by");
+    return j.dump();
+  };
+  EXPECT_EQ(without_bound_by(got[0].report), without_bound_by(want.report));
+  ASSERT_FALSE(refused[0].ok);
+  EXPECT_NE(refused[0].error.find("needs ~"), std::string::npos) << refused[0].error;
 }
 
 TEST(Evaluate, WorkerCountIsAtLeastOne) {

@@ -61,6 +61,7 @@ nlohmann::json candidate_json(const search::PlanCandidate& c, const Experiment& 
   // Keys only where they apply, so a plan that needs neither prints what it did before.
   if (!c.analytic.estimated.empty()) j["estimated"] = c.analytic.estimated;
   if (c.analytic.one_replica) j["one_replica"] = true;
+  if (c.analytic.streamed) j["streamed"] = true;
   if (!c.simgrid_skipped.empty()) j["simgrid_skipped"] = c.simgrid_skipped;
   const report::StepReport& shown = c.confirmed && c.simgrid.ok ? c.simgrid.report : c.analytic.report;
   if (shown.bound_by) j["bound_by"] = report::brief(*shown.bound_by);
@@ -198,6 +199,7 @@ void run(const Options& o) {
     if (st.screen_budget_hit) j["search"]["screen_budget_hit"] = true;
     j["search"]["screen_budget"] = po.screen_budget;  // 0: no limit
     if (st.one_replica > 0) j["search"]["one_replica_simulations"] = st.one_replica;
+    if (st.streamed > 0) j["search"]["streamed_simulations"] = st.streamed;
     if (st.pruned_comm > 0) j["search"]["pruned_by_ring_floor"] = st.pruned_comm;
     if (st.screen_pruned_comm > 0) j["search"]["screen_pruned_by_ring_floor"] = st.screen_pruned_comm;
     j["experiment"] = summary_json(base);
@@ -229,11 +231,14 @@ void run(const Options& o) {
                         o.screen_budget == "auto" ? " auto, for a plan of more than 1,024 GPUs; 0 lifts it" : "");
   if (st.one_replica > 0)
     text += fmt::format("{} simulations ran one data-parallel replica for all (exact: --symmetry)\n", st.one_replica);
+  if (st.streamed > 0)
+    text += fmt::format("{} simulations were streamed: too large to hold whole in this machine's memory (no bound-by)\n",
+                        st.streamed);
   if (st.estimated > 0)
     text += fmt::format("{} full steps too large to simulate whole were estimated from steps of 1 and up to 4 layers "
-                        "(marked *; --extrapolate off to refuse them)\n",
+                        "(marked *; --extrapolate off streams them where that fits, else refuses them)\n",
                         st.estimated);
-  if (st.pruned_comm > 0 || st.screen_pruned_comm > 0 || st.one_replica > 0 || st.estimated > 0 ||
+  if (st.pruned_comm > 0 || st.screen_pruned_comm > 0 || st.one_replica > 0 || st.streamed > 0 || st.estimated > 0 ||
       st.screen_too_large > 0 || st.screen_budget_hit)
     text += "\n";
   const char* eng = best.confirmed && best.simgrid.ok ? "simgrid" : "analytic";
@@ -308,7 +313,7 @@ void register_plan(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--extrapolate", o->extrapolate,
                   "auto: estimate steps above 8M ops (after --symmetry) from steps of 1 and up to 4 layers; off: simulate "
-                  "them whole or fail")
+                  "them whole, or streamed where only that fits in memory, or fail")
       ->capture_default_str();
   cmd->callback([o] { run(*o); });
 }
