@@ -90,8 +90,9 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
   Impl(const topology::Topology& t, const cost::CostModel& m, RetireSink sink)
       : EventCore(t, m, capacities(t, m)), sink_(std::move(sink)) {}
 
-  void append(const schedule::Schedule& meta, std::vector<Op> ops, bool last);
+  void append(ReadyChunk ready, bool last);
   Stats stats_;
+  ChunkPreparer preparer_{m_};  // for chunks handed over with their Schedule
 
  private:
   // --- where an op is
@@ -120,8 +121,8 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
   }
 
   // --- arrival
-  void sync_meta(const schedule::Schedule& meta);
-  void add_op(const schedule::Schedule& meta, Chunk& c, size_t i);
+  void sync_frame(ReadyChunk& ready);
+  void add_op(Chunk& c, size_t i);
   int32_t stream_index(int rank, int stream);
   void match_p2p(Chunk& c, size_t i);
   void join_call(Chunk& c, size_t i);
@@ -225,19 +226,37 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
 
 // ---------------------------------------------------------------- arrival
 
-void StreamRun::Impl::sync_meta(const schedule::Schedule& meta) {
-  if (!started_) {
-    for (const auto& r : meta.ranks) {
-      gpu_of_rank_.push_back(r.gpu);
-      stream_ids_.emplace_back(r.streams.size(), -1);
-    }
-    replicas_ = meta.symmetry.replicas;
-    if (replicas_ > 1) sym_ = std::make_unique<ReplicaRoutes>(t_, m_, meta.symmetry);
-  }
-  if (meta.ranks.size() != gpu_of_rank_.size())
+ReadyChunk ChunkPreparer::prepare(const schedule::Schedule& meta, std::vector<Op> ops) {
+  ReadyChunk r;
+  if (first_) {
+    for (const auto& rank : meta.ranks) r.rank_gpu.push_back(rank.gpu), r.rank_streams.push_back(int(rank.streams.size()));
+    r.symmetry = meta.symmetry;
+    ranks_ = meta.ranks.size();
+    first_ = false;
+  } else if (meta.ranks.size() != ranks_) {
     throw std::invalid_argument("StreamRun: the Schedule's ranks changed between chunks");
-  for (size_t g = groups_.size(); g < meta.groups.size(); ++g) {
-    groups_.push_back(meta.groups[g]);
+  }
+  r.new_groups.assign(meta.groups.begin() + std::ptrdiff_t(std::min(groups_, meta.groups.size())), meta.groups.end());
+  groups_ = std::max(groups_, meta.groups.size());
+  r.compute_s.assign(ops.size(), 0.0);
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (schedule::is_compute(ops[i].kind)) r.compute_s[i] = m_.compute_seconds(meta, ops[i]);
+  r.ops = std::move(ops);
+  return r;
+}
+
+void StreamRun::Impl::sync_frame(ReadyChunk& ready) {
+  if (!started_ && gpu_of_rank_.empty()) {
+    for (size_t k = 0; k < ready.rank_gpu.size(); ++k) {
+      gpu_of_rank_.push_back(ready.rank_gpu[k]);
+      stream_ids_.emplace_back(size_t(ready.rank_streams[k]), -1);
+    }
+    replicas_ = ready.symmetry.replicas;
+    if (replicas_ > 1) sym_ = std::make_unique<ReplicaRoutes>(t_, m_, ready.symmetry);
+  }
+  for (auto& group : ready.new_groups) {
+    const size_t g = groups_.size();
+    groups_.push_back(std::move(group));
     const auto& ranks = groups_.back().ranks;
     for (size_t k = 0; k < ranks.size(); ++k) member_of_[uint64_t(g) << 32 | uint32_t(ranks[k])] = int(k);
   }
@@ -260,7 +279,7 @@ int32_t StreamRun::Impl::stream_index(int rank, int stream) {
   return k;
 }
 
-void StreamRun::Impl::add_op(const schedule::Schedule& meta, Chunk& c, size_t i) {
+void StreamRun::Impl::add_op(Chunk& c, size_t i) {
   const Op& o = c.ops[i];
   const OpId id = o.id;
   // Dependencies: only those not yet ended count (an ended one has released nothing yet to this op).
@@ -292,9 +311,8 @@ void StreamRun::Impl::add_op(const schedule::Schedule& meta, Chunk& c, size_t i)
   }
   q.ops.push_back(id);
   // Cost and matching.
-  if (schedule::is_compute(o.kind)) c.compute_s[i] = m_.compute_seconds(meta, o);
-  else if (schedule::is_p2p(o.kind)) match_p2p(c, i);
-  else join_call(c, i);
+  if (schedule::is_p2p(o.kind)) match_p2p(c, i);
+  else if (!schedule::is_compute(o.kind)) join_call(c, i);
   // Exactness: something not yet ended must hold the op back, so that what
   // launches it is an event still to come (as in the whole run).
   if (started_ && left == 0 && !stream_busy)
@@ -351,14 +369,16 @@ void StreamRun::Impl::join_call(Chunk& c, size_t i) {
   while (!oc.calls.empty() && calls_.at(oc.calls.front()).filled == n) oc.calls.pop_front(), ++oc.k_lo;
 }
 
-void StreamRun::Impl::append(const schedule::Schedule& meta, std::vector<Op> ops, bool last) {
-  sync_meta(meta);
-  if (!ops.empty()) {
+void StreamRun::Impl::append(ReadyChunk ready, bool last) {
+  sync_frame(ready);
+  if (ready.compute_s.size() != ready.ops.size())
+    throw std::invalid_argument("StreamRun: a ready chunk without each op's compute seconds");
+  if (!ready.ops.empty()) {
     Chunk& c = chunks_.emplace_back();
     c.base = next_id_;
-    c.ops = std::move(ops);
+    c.ops = std::move(ready.ops);
     const size_t n = c.ops.size();
-    c.compute_s.assign(n, 0.0);
+    c.compute_s = std::move(ready.compute_s);
     c.start.assign(n, -1.0);
     c.end.assign(n, -1.0);
     c.deps_left.assign(n, 0);
@@ -380,7 +400,7 @@ void StreamRun::Impl::append(const schedule::Schedule& meta, std::vector<Op> ops
     next_id_ = c.base + OpId(n);
     newest_base_ = c.base;
     cached_ = nullptr;
-    for (size_t i = 0; i < n; ++i) add_op(meta, c, i);
+    for (size_t i = 0; i < n; ++i) add_op(c, i);
     ++stats_.chunks;
     stats_.ops += int64_t(n);
     ops_held_ += int64_t(n);
@@ -703,7 +723,10 @@ StreamRun::StreamRun(const topology::Topology& t, const cost::CostModel& m, Reti
     : impl_(std::make_unique<Impl>(t, m, std::move(sink))) {}
 StreamRun::~StreamRun() = default;
 void StreamRun::append(const schedule::Schedule& meta, std::vector<Op> ops, bool last) {
-  impl_->append(meta, std::move(ops), last);
+  impl_->append(impl_->preparer_.prepare(meta, std::move(ops)), last);
+}
+void StreamRun::append(ReadyChunk chunk, bool last) {
+  impl_->append(std::move(chunk), last);
 }
 const StreamRun::Stats& StreamRun::stats() const { return impl_->stats_; }
 std::optional<std::vector<schedule::PathLink>> StreamRun::critical_chain() const { return impl_->critical_chain(); }

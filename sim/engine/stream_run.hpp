@@ -46,6 +46,32 @@ struct RetiredChunk {
 };
 using RetireSink = std::function<void(const RetiredChunk&)>;
 
+// A chunk made ready for StreamRun::append without the Schedule it came from, so
+// the generator can run on a thread of its own ahead of the engine: its ops, each
+// compute op's seconds, and what the run reads of the Schedule's frame.
+struct ReadyChunk {
+  std::vector<schedule::Op> ops;
+  std::vector<double> compute_s;  // per op: CostModel::compute_seconds for a compute op, else 0
+  // With the first chunk: per rank its GPU and stream count, and the symmetry.
+  std::vector<int> rank_gpu, rank_streams;
+  schedule::ReplicaSymmetry symmetry;
+  std::vector<schedule::Group> new_groups;  // the Schedule's groups added since the chunk before
+};
+
+// Makes chunks ready, in order, on the generator's side (its thread if it has one).
+class ChunkPreparer {
+ public:
+  explicit ChunkPreparer(const cost::CostModel& m) : m_(m) {}
+  // meta: the Schedule so far without its ops (read during the call only).
+  // Throws std::invalid_argument when its ranks change between chunks.
+  ReadyChunk prepare(const schedule::Schedule& meta, std::vector<schedule::Op> ops);
+
+ private:
+  const cost::CostModel& m_;
+  bool first_ = true;
+  size_t ranks_ = 0, groups_ = 0;
+};
+
 class StreamRun {
  public:
   // t, m and sink must outlive the run.
@@ -61,6 +87,8 @@ class StreamRun {
   // the end (throws schedule::ScheduleError naming an op that never ran).
   // Throws StreamNotExact (above), std::invalid_argument on ids out of order.
   void append(const schedule::Schedule& meta, std::vector<schedule::Op> ops, bool last);
+  // The same with a chunk made ready by a ChunkPreparer (of this run's chunks, in order).
+  void append(ReadyChunk chunk, bool last);
 
   struct Stats {
     int64_t ops = 0;            // appended

@@ -46,7 +46,11 @@ struct Footprint {
 Footprint estimate_footprint(const Experiment& e, RunKind kind, bool one_replica = false);
 // A streamed run of e (simulate --stream): what it holds at its peak, the ops of
 // the chunks in flight (ops: that window, not the step) and what the report gathers.
+// The window counts the chunks a generator on its own thread may have made ahead
+// of the engine: kStreamQueueOps ops or one chunk, whichever is more
+// (pipeline/chunk_queue.hpp).
 Footprint estimate_stream_footprint(const Experiment& e, bool one_replica);
+inline constexpr int64_t kStreamQueueOps = 1 << 15;
 // `simulate --schedule FILE`: the Schedule the file declares (its op_count and
 // ranks, known before its ops are allocated), held and simulated, at the
 // same bytes per op and per rank as a generated run.

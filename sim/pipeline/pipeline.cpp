@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <optional>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "sim/generate/footprint.hpp"
 #include "sim/engine/symmetry.hpp"
 #include "sim/generate/generate.hpp"
+#include "sim/pipeline/chunk_queue.hpp"
 #include "sim/report/stream_report.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "sim/topology/topology.hpp"
@@ -265,19 +267,61 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
     std::optional<report::StreamReport> rep;
     engine::StreamRun run(topo, cost, [&](const engine::RetiredChunk& c) { rep->add(c.ops, c.start, c.end, c.safe_before); });
     int64_t ops = 0;
-    generate::generate_step_chunks(
-        e, pat, topo, &work_, replicas,
-        [&](const schedule::Schedule& meta, std::vector<schedule::Op> chunk, bool last) {
-          if (!rep) {
-            rep.emplace(e, meta);
-            out.generator = meta.generator;
-            out.ranks = int(meta.ranks.size());
+    auto take = [&](engine::ReadyChunk c, bool last) {
+      ops += int64_t(c.ops.size());
+      run.append(std::move(c), last);
+      if (progress) progress(ops);
+    };
+    // The generator: each chunk made ready (its compute seconds counted) for `emit`.
+    engine::ChunkPreparer preparer(cost);
+    auto generate = [&](const std::function<void(engine::ReadyChunk, bool)>& emit) {
+      generate::generate_step_chunks(
+          e, pat, topo, &work_, replicas,
+          [&](const schedule::Schedule& meta, std::vector<schedule::Op> chunk, bool last) {
+            if (!rep) {
+              rep.emplace(e, meta);
+              out.generator = meta.generator;
+              out.ranks = int(meta.ranks.size());
+            }
+            emit(preparer.prepare(meta, std::move(chunk)), last);
+          },
+          ring_steps);
+    };
+    // With a second thread the generator runs on it, ahead of the engine by at
+    // most a bounded queue: the same chunks in the same order, so the same run.
+    std::thread generator;
+    ChunkQueue queue;
+    if (threads_ > 1) {
+      try {
+        generator = std::thread([&] {
+          try {
+            bool sent_last = false;
+            generate([&](engine::ReadyChunk c, bool last) { queue.push(std::move(c), last), sent_last = last; });
+            if (!sent_last) throw std::logic_error("stream: the generator ended without its last chunk");
+          } catch (const ChunkQueue::Cancelled&) {
+          } catch (...) {
+            queue.fail(std::current_exception());
           }
-          ops += int64_t(chunk.size());
-          run.append(meta, std::move(chunk), last);
-          if (progress) progress(ops);
-        },
-        ring_steps);
+        });
+      } catch (const std::system_error&) {  // no thread to be had: one after the other
+      }
+    }
+    if (!generator.joinable()) {
+      generate(take);
+    } else {
+      try {
+        for (bool last = false; !last;) {
+          ChunkQueue::Item item = queue.pop();
+          last = item.last;
+          take(std::move(item.chunk), last);
+        }
+      } catch (...) {
+        queue.cancel();
+        generator.join();
+        throw;
+      }
+      generator.join();
+    }
     out.report = rep->finish(run.critical_chain());
     out.stats = run.stats();
     out.ring_step_chunks = ring_steps;

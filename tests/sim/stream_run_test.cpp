@@ -201,19 +201,68 @@ TEST(StreamRun, OneReplicaStepsStreamExactly) {
   expect_streams_exactly({"scope=step", "parallel.dp=2", "parallel.cp=4", "parallel.zero_stage=3"}, true);
 }
 
+// The generator on a thread of its own, ahead of the engine (Session threads > 1):
+// the same chunks in the same order, so the same report and the same run.
+TEST(StreamRun, AGeneratorOnItsOwnThreadGivesTheSameRun) {
+  for (const auto& sets : std::vector<std::vector<std::string>>{
+           {"scope=step"},
+           {"scope=step", "parallel.cp=8", "parallel.dp=4"},  // several context groups: layer chunks
+           {"scope=step", "parallel.dp=2", "parallel.cp=4", "parallel.zero_stage=3"}}) {
+    SCOPED_TRACE(joined(sets));
+    const Experiment e = test::symmetry_experiment(sets);
+    pipeline::Session one, two;
+    two.set_threads(2);
+    int64_t calls = 0, last = 0;
+    const auto a = one.simulate_streamed(e, false);
+    const auto b = two.simulate_streamed(e, false, [&](int64_t ops) {
+      EXPECT_GT(ops, last);
+      last = ops, ++calls;
+    });
+    EXPECT_EQ(report::to_json(a.report).dump(), report::to_json(b.report).dump());
+    EXPECT_EQ(a.stats.chunks, b.stats.chunks);
+    EXPECT_EQ(a.stats.peak_ops_held, b.stats.peak_ops_held);
+    EXPECT_EQ(a.ring_step_chunks, b.ring_step_chunks);
+    EXPECT_EQ(calls, b.stats.chunks);
+    EXPECT_EQ(last, b.stats.ops);
+  }
+}
+
+// Either side's failure stops the other and reaches the caller: the generator's
+// (a window that does not divide cp, set past the loader's check) and the engine's
+// (a route that does not translate, below).
+TEST(StreamRun, AGeneratorThreadsFailureReachesTheCaller) {
+  Experiment e = test::symmetry_experiment({"scope=step", "parallel.ring=double_ring", "parallel.window=2"});
+  e.parallel.window = 3;
+  pipeline::Session session;
+  session.set_threads(2);
+  // What runs on the caller's thread before the generator's starts does not refuse it.
+  ASSERT_NO_THROW(generate::ring_step_cuts_apply(e, generate::Replicas::all));
+  ASSERT_NO_THROW(session.patterns(e));
+  ASSERT_NO_THROW(session.topology(e));
+  try {
+    session.simulate_streamed(e, false);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& x) {
+    EXPECT_NE(std::string(x.what()).find("window"), std::string::npos) << x.what();
+  }
+}
+
 // Where the shortcut's routes are not translates the streamed run says so rather
 // than answer: DGX-1's 1 -> 2 is one NVLink, its translate 3 -> 4 is not.
 TEST(StreamRun, OneReplicaRefusesRoutesThatAreNotTranslates) {
   const Experiment e = test::symmetry_experiment(
       {"scope=step", "parallel.dp=4", "parallel.cp=2", "cluster=v100-dgx1-1x8", "cluster.gpu.model=A100-SXM4-80GB",
        "cluster.gpu.peak_tflops_bf16=312", "kernel.attention=fa2", "workload.pattern=dense-causal"});
-  pipeline::Session session;
-  ASSERT_EQ(generate::replica_refusal(e, session.topology(e)), "");
-  try {
-    session.simulate_streamed(e, true);
-    FAIL() << "expected ScheduleError";
-  } catch (const schedule::ScheduleError& x) {
-    EXPECT_NE(std::string(x.what()).find("not exact"), std::string::npos) << x.what();
+  for (int threads : {1, 2}) {
+    pipeline::Session session;
+    session.set_threads(threads);
+    ASSERT_EQ(generate::replica_refusal(e, session.topology(e)), "");
+    try {
+      session.simulate_streamed(e, true);
+      FAIL() << "expected ScheduleError";
+    } catch (const schedule::ScheduleError& x) {
+      EXPECT_NE(std::string(x.what()).find("not exact"), std::string::npos) << x.what();
+    }
   }
 }
 

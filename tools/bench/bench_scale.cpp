@@ -281,6 +281,7 @@ int main(int argc, char** argv) {
   }
   simulate_case(bin, "default step, analytic (ringmaster simulate)", {}, 1.0, 120);
   simulate_case(bin, "  the same, streamed (--stream on)", {"--stream", "on"}, 0, 120);
+  simulate_case(bin, "  the same, streamed on one thread (--threads 1)", {"--stream", "on", "--threads", "1"}, 0, 120);
   simulate_case(bin, "default step, simgrid", {"--engine", "simgrid"}, 3.0, 300);
   simulate_case(bin, "default at 4M tokens, analytic", {"--set", "workload.seq_len=4m"}, 2.0, 300);
   const std::vector<std::string> cp512{"--set", "cluster.nodes=64", "--set", "parallel.cp=512", "--set",
@@ -300,6 +301,8 @@ int main(int argc, char** argv) {
     auto a2 = a1;
     a2.insert(a2.end(), {"--stream", "on"});
     simulate_case(bin, "  the same, streamed (--stream on)", a2, 0, 600);
+    a2.insert(a2.end(), {"--threads", "1"});
+    simulate_case(bin, "  the same, streamed on one thread (--threads 1)", a2, 0, 600);
     // Streamed (--stream auto): the whole step would need ~474 GB (docs/engines.md, "Streaming").
     b1.insert(b1.end(), {"--set", "parallel.dp=4", "--set", "parallel.cp=1024", "--symmetry", "dp"});
     simulate_case(bin, "4,096 GPUs, 4M, dp=4 x cp=1024 step, analytic, --symmetry dp", b1, 60, 3600, 8);

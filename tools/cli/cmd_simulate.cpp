@@ -28,6 +28,7 @@ struct Options {
   std::string schedule_file;
   std::string symmetry = "off";
   std::string stream = "auto";
+  int threads = 0;  // 0: default_threads()
 };
 
 // What a streamed run adds to the output.
@@ -94,6 +95,8 @@ void run(const Options& o) {
     throw ConfigError("--symmetry dp: a Schedule file holds every replica; give an experiment instead");
   if (o.stream != "auto" && o.stream != "on" && o.stream != "off")
     throw ConfigError(fmt::format("--stream: expected auto, on or off, got \"{}\"", o.stream));
+  if (o.threads < 0) throw ConfigError(fmt::format("--threads: expected 0 (up to 8 cores) or more, got {}", o.threads));
+  const int threads = o.threads > 0 ? o.threads : default_threads();
   if (o.stream == "on") {  // what a streamed run cannot give
     if (!o.schedule_file.empty()) throw ConfigError("--stream on: a Schedule file is read whole; give an experiment instead");
     if (!o.trace.empty()) throw ConfigError("--stream on: a streamed run keeps no Timeline to write (--trace)");
@@ -113,7 +116,7 @@ void run(const Options& o) {
   } else {
     e = o.exp.load();
     pipeline::Session session;
-    session.set_threads(default_threads());
+    session.set_threads(threads);
     bool one = false;
     // What the shortcut did, when asked for (why_not: why it did not apply).
     auto symmetry_note = [&](bool applied, const std::string& why_not) -> std::string {
@@ -174,8 +177,7 @@ void run(const Options& o) {
   progress.update(fmt::format("simulating {} ops ({})", in.ops.size(), o.engine), 2, 3);
   // The Timeline is built only to be written: the report is the same without it.
   pipeline::Simulation sim = pipeline::simulate_schedule(
-      e, std::move(in), *kind, o.trace.empty() ? pipeline::WithTimeline::no : pipeline::WithTimeline::yes,
-      default_threads());
+      e, std::move(in), *kind, o.trace.empty() ? pipeline::WithTimeline::no : pipeline::WithTimeline::yes, threads);
   const schedule::Schedule& s = sim.schedule;
   const report::StepReport& rep = sim.report;
   if (!o.schedule_file.empty()) pipeline::check_report_plausible(rep, o.schedule_file);
@@ -208,6 +210,11 @@ void register_simulate(CLI::App& app) {
                   "on: generate and simulate the step a layer at a time, holding only the ops in flight (analytic "
                   "engine, same op times and critical path; no bound-by); auto: when the whole step would not fit "
                   "in memory; off: never")
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads,
+                  "Threads for one simulation: the per-head pattern work, the report beside the analytic engine, "
+                  "a streamed run's generator beside its engine; 0 = the machine's cores, up to 8 (the answer is "
+                  "the same on any count)")
       ->capture_default_str();
   cmd->callback([o] { run(*o); });
 }
