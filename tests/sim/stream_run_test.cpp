@@ -33,6 +33,16 @@ namespace {
 using schedule::OpId;
 using test::joined;
 
+// The cluster the hand-built Schedules run on.
+struct SmallCluster {
+  Cluster cluster = [] {
+    auto cfg = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "test");
+    return parse_cluster(JsonReader(cfg.json, cfg.source));
+  }();
+  topology::Topology topo{cluster};
+  cost::CostModel model{cluster, load_attention_kernel(ConfigStore(), "block_sparse", cluster.gpu)};
+};
+
 // What a streamed run gave: every op's times by id, and how many chunks came back.
 struct Streamed {
   OpTimes times;
@@ -274,10 +284,9 @@ TEST(StreamRun, RefusesAnOpThatArrivesLate) {
   b.compute(0, 0, schedule::OpKind::gemm, {}, {1e12, 0, 1});
   b.compute(1, 0, schedule::OpKind::gemm, {}, {1e12, 0, 1});  // depends on nothing: starts at 0
   const schedule::Schedule s = std::move(b).build();
-  auto cfg = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "test");
-  const Cluster cluster = parse_cluster(JsonReader(cfg.json, cfg.source));
-  const topology::Topology topo(cluster);
-  const cost::CostModel model(cluster, load_attention_kernel(ConfigStore(), "block_sparse", cluster.gpu));
+  const SmallCluster sc;
+  const auto& topo = sc.topo;
+  const auto& model = sc.model;
   schedule::Schedule meta = s;
   meta.ops.clear();
   // Whole: both at once. Cut after op 0: op 1 comes once op 0 is about to end.
@@ -305,10 +314,9 @@ TEST(StreamRun, TheCriticalPathTakesTheFirstOfTiedWaitsFromARetiredChunk) {
   const OpId g1 = b.compute(r, 1, schedule::OpKind::gemm, {}, {1e12, 0, 1});
   const OpId x = b.compute(r, 2, schedule::OpKind::gemm, {}, {1e12, 0, 1}, {g0, g1});
   const schedule::Schedule s = std::move(b).build();
-  auto cfg = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "test");
-  const Cluster cluster = parse_cluster(JsonReader(cfg.json, cfg.source));
-  const topology::Topology topo(cluster);
-  const cost::CostModel model(cluster, load_attention_kernel(ConfigStore(), "block_sparse", cluster.gpu));
+  const SmallCluster sc;
+  const auto& topo = sc.topo;
+  const auto& model = sc.model;
   schedule::Schedule meta = s;
   meta.ops.clear();
   const OpTimes whole = run_analytic(s, topo, model);
@@ -326,10 +334,9 @@ TEST(StreamRun, TheCriticalPathTakesTheFirstOfTiedWaitsFromARetiredChunk) {
 
 // Random Schedules cut at random places: equal to the whole run, or refused.
 TEST(StreamRun, RandomCutsEqualTheWholeRunOrAreRefused) {
-  auto cfg = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "test");
-  const Cluster cluster = parse_cluster(JsonReader(cfg.json, cfg.source));
-  const topology::Topology topo(cluster);
-  const cost::CostModel model(cluster, load_attention_kernel(ConfigStore(), "block_sparse", cluster.gpu));
+  const SmallCluster sc;
+  const auto& topo = sc.topo;
+  const auto& model = sc.model;
   std::mt19937_64 rng(7);
   int exact = 0, refused = 0, traced = 0;
   for (int round = 0; round < 60; ++round) {
@@ -373,10 +380,9 @@ TEST(StreamRun, RandomCutsEqualTheWholeRunOrAreRefused) {
 
 TEST(StreamRun, ChunksMustContinueTheIds) {
   const schedule::Schedule s = ring_schedule({4, 0, 3, 1e10, 1 << 20, 0});
-  auto cfg = ConfigStore().load("clusters", "a100-40g-4x8-hdr", "test");
-  const Cluster cluster = parse_cluster(JsonReader(cfg.json, cfg.source));
-  const topology::Topology topo(cluster);
-  const cost::CostModel model(cluster, load_attention_kernel(ConfigStore(), "block_sparse", cluster.gpu));
+  const SmallCluster sc;
+  const auto& topo = sc.topo;
+  const auto& model = sc.model;
   StreamRun run(topo, model, [](const RetiredChunk&) {});
   schedule::Schedule meta = s;
   meta.ops.clear();
