@@ -211,6 +211,7 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
   bool draining_ = false;
 
   PathNodes path_;
+  std::vector<PathNodes::Ref> own_scratch_;  // trace_partners' per-member choices
   // Chunks retired at the current time: an op launched now may still have
   // waited for one of their ops, which ended now too (the ops of chunks
   // retired earlier ended earlier, and lose to the wait that ended now).
@@ -668,7 +669,8 @@ void StreamRun::Impl::trace_launch(const StreamQueue& q, size_t len) {
 void StreamRun::Impl::trace_partners(std::span<const OpId> members) {
   int first = -1;
   double latest = 0;
-  std::vector<PathNodes::Ref> own(members.size());
+  std::vector<PathNodes::Ref>& own = own_scratch_;  // reused: this runs at every transfer's start
+  own.assign(members.size(), -1);
   for (size_t k = 0; k < members.size(); ++k) {
     Loc l = loc(members[k]);
     own[k] = l.c->choice[l.i];
