@@ -43,6 +43,14 @@ struct Chunk {
   std::vector<int32_t> route;       // p2p: the pair's route (set once matched)
   std::vector<int32_t> first_dependent, last_dependent;  // per op: its list in `edges` (-1: none)
   std::vector<uint8_t> state;
+  // Read at every launch and end: kept here, dense, so that the run does not
+  // go back to the 112-byte Op (a cache miss each time on large rings).
+  std::vector<uint8_t> kind, phase;
+  std::vector<uint32_t> dep_begin;  // op i's dependencies: dep_ids[dep_begin[i], dep_begin[i + 1])
+  std::vector<OpId> dep_ids;
+  std::span<const OpId> deps(size_t i) const {
+    return {dep_ids.data() + dep_begin[i], dep_ids.data() + dep_begin[i + 1]};
+  }
   // The critical path (path_nodes.hpp): per op its node once ended, what its
   // start waited for last (set at its launch, then over its partners at its
   // transfer's start) and whose wait that was (-1: its own).
@@ -395,6 +403,18 @@ void StreamRun::Impl::append(ReadyChunk ready, bool last) {
     c.via.assign(n, -1);
     c.via_kind.assign(n, 0);
     c.via_phase.assign(n, 0);
+    c.kind.resize(n);
+    c.phase.resize(n);
+    c.dep_begin.resize(n + 1);
+    size_t deps = 0;
+    for (size_t i = 0; i < n; ++i) {
+      c.kind[i] = uint8_t(c.ops[i].kind), c.phase[i] = uint8_t(c.ops[i].phase);
+      c.dep_begin[i] = uint32_t(deps);
+      deps += c.ops[i].deps.size();
+    }
+    c.dep_begin[n] = uint32_t(deps);
+    c.dep_ids.reserve(deps);
+    for (const Op& o : c.ops) c.dep_ids.insert(c.dep_ids.end(), o.deps.begin(), o.deps.end());
     for (size_t i = 0; i < n; ++i)
       if (c.ops[i].id != c.base + OpId(i))
         throw std::invalid_argument(fmt::format("StreamRun: op {} arrived where op {} was due", c.ops[i].id, c.base + OpId(i)));
@@ -515,10 +535,10 @@ void StreamRun::Impl::drain() {
 
 void StreamRun::Impl::start_op(OpId id) {
   Loc l = loc(id);
-  const Op& o = l.c->ops[l.i];
-  if (schedule::is_compute(o.kind)) {
+  const auto kind = OpKind(l.c->kind[l.i]);
+  if (schedule::is_compute(kind)) {
     start_compute(id);
-  } else if (schedule::is_p2p(o.kind)) {
+  } else if (schedule::is_p2p(kind)) {
     const OpId partner = l.c->link[l.i];
     if (partner < 0 || !posted(partner) || (l.c->state[l.i] & kTransfer)) return;
     l.c->state[l.i] |= kTransfer;
@@ -653,8 +673,10 @@ void StreamRun::Impl::trace_launch(const StreamQueue& q, size_t len) {
     const auto x = ended(w);
     if (x && (!best || x->end > best->end)) best = x;
   };
-  for (size_t i = 0; i < len; ++i)
-    for (OpId d : op(q.ops[i]).deps) consider(d);
+  for (size_t i = 0; i < len; ++i) {
+    Loc l = loc(q.ops[i]);
+    for (OpId d : l.c->deps(l.i)) consider(d);
+  }
   for (OpId p : q.prev_run) consider(p);
   for (size_t i = 0; i < len; ++i) {
     Loc l = loc(q.ops[i]);
@@ -677,36 +699,37 @@ void StreamRun::Impl::trace_partners(std::span<const OpId> members) {
     if (own[k] >= 0 && (first < 0 || path_.end(own[k]) > latest)) first = int(k), latest = path_.end(own[k]);
   }
   if (first < 0) return;
-  const Op& via = op(members[size_t(first)]);
+  const Loc via = loc(members[size_t(first)]);
   for (size_t k = 0; k < members.size(); ++k) {
     if (own[k] >= 0 && path_.end(own[k]) == latest) continue;
     Loc l = loc(members[k]);
     path_.ref(own[size_t(first)]);
     path_.unref(own[k]);
     l.c->choice[l.i] = own[size_t(first)];
-    l.c->via[l.i] = via.id;
-    l.c->via_kind[l.i] = uint8_t(via.kind);
-    l.c->via_phase[l.i] = uint8_t(via.phase);
+    l.c->via[l.i] = members[size_t(first)];
+    l.c->via_kind[l.i] = via.c->kind[via.i];
+    l.c->via_phase[l.i] = via.c->phase[via.i];
   }
 }
 
 void StreamRun::Impl::trace_end(Loc l) {
-  const Op& o = l.c->ops[l.i];
+  const OpId id = l.c->base + OpId(l.i);
+  const auto kind = OpKind(l.c->kind[l.i]);
   schedule::PathLink link;
-  link.op = o.id, link.start = l.c->start[l.i], link.end = now_, link.kind = o.kind, link.phase = o.phase;
+  link.op = id, link.start = l.c->start[l.i], link.end = now_, link.kind = kind, link.phase = schedule::Phase(l.c->phase[l.i]);
   if (l.c->via[l.i] >= 0) {
     link.via = l.c->via[l.i];
     link.via_kind = OpKind(l.c->via_kind[l.i]), link.via_phase = schedule::Phase(l.c->via_phase[l.i]);
   }
-  const int64_t call = schedule::is_compute(o.kind) ? PathNodes::kNoCall
-                       : schedule::is_p2p(o.kind)   ? std::min(o.id, l.c->link[l.i])
+  const int64_t call = schedule::is_compute(kind) ? PathNodes::kNoCall
+                       : schedule::is_p2p(kind)   ? std::min(id, l.c->link[l.i])
                                                     : -(l.c->link[l.i] + 1);
   const PathNodes::Ref r = path_.make(link, call, std::exchange(l.c->choice[l.i], -1));
   l.c->node[l.i] = r;
-  if (last_ < 0 || now_ > last_end_ || o.id < last_id_) {
+  if (last_ < 0 || now_ > last_end_ || id < last_id_) {
     path_.ref(r);
     path_.unref(last_);
-    last_ = r, last_id_ = o.id, last_end_ = now_;
+    last_ = r, last_id_ = id, last_end_ = now_;
   }
   stats_.peak_path_nodes = std::max(stats_.peak_path_nodes, path_.live());
 }
