@@ -17,6 +17,13 @@
 
 namespace rm::search {
 
+std::string simulated_as(const Outcome& o) {
+  if (!o.ok) return {};
+  if (!o.estimated.empty()) return "estimated";
+  if (o.streamed) return o.one_replica ? "streamed, one replica" : "streamed";
+  return o.one_replica ? "one replica" : "whole";
+}
+
 int worker_count(int jobs) {
   if (jobs > 0) return jobs;
   const unsigned n = std::thread::hardware_concurrency();

@@ -38,6 +38,11 @@ struct Outcome {
   std::string estimated;
 };
 
+// How a point's figures were had, in one word or two: "whole", "one replica"
+// (the data-parallel shortcut), "streamed", "streamed, one replica", or
+// "estimated" (from fewer layers); empty for a point that could not run.
+std::string simulated_as(const Outcome& o);
+
 struct EvaluateOptions {
   engine::EngineKind engine = engine::EngineKind::analytic;
   // Worker threads; 0 = every core. The SimGrid engine keeps one global

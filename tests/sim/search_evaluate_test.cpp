@@ -98,7 +98,7 @@ TEST(Evaluate, APointThatCannotRunSaysWhyAndTheOthersStillRun) {
 // streamed run would is streamed: the whole run's figures (but bound_by, which a
 // streamed run does not give); with streaming off it is refused, saying why.
 TEST(Evaluate, APointTooLargeToHoldWholeIsStreamed) {
-  const Experiment e = variant({"scope=step", "parallel.cp=8", "parallel.dp=2"});
+  const Experiment e = variant({"scope=step", "parallel.cp=8", "parallel.dp=2", "model.layers=8"});
   const auto whole = generate::estimate_footprint(e, generate::RunKind::simulate);
   const auto window = generate::estimate_stream_footprint(e, false);
   ASSERT_LT(window.bytes, whole.bytes);
@@ -107,11 +107,14 @@ TEST(Evaluate, APointTooLargeToHoldWholeIsStreamed) {
   ASSERT_TRUE(want.ok) << want.error;
   ASSERT_TRUE(want.report.bound_by.has_value());
 
-  const std::string between = std::to_string((window.bytes + whole.bytes) / 2);
+  const int64_t limit = (window.bytes + whole.bytes) / 2;
+  const Experiment small = variant({"scope=attention_fwd"});
+  ASSERT_LT(generate::estimate_footprint(small, generate::RunKind::simulate).bytes, limit);
+  const std::string between = std::to_string(limit);
   ::setenv("RINGMASTER_MEMORY_BYTES", between.c_str(), 1);
   EvaluateOptions o;
   o.jobs = 2;
-  const std::vector<Outcome> got = evaluate({e, variant({})}, o);
+  const std::vector<Outcome> got = evaluate({e, small}, o);
   o.stream = false;
   const std::vector<Outcome> refused = evaluate({e}, o);
   ::unsetenv("RINGMASTER_MEMORY_BYTES");
@@ -119,6 +122,9 @@ TEST(Evaluate, APointTooLargeToHoldWholeIsStreamed) {
   ASSERT_TRUE(got[0].ok) << got[0].error;
   EXPECT_TRUE(got[0].streamed);
   EXPECT_FALSE(got[1].streamed);  // the small one fits whole
+  EXPECT_EQ(simulated_as(got[0]), "streamed");
+  EXPECT_EQ(simulated_as(got[1]), "whole") << got[1].error;
+  EXPECT_EQ(simulated_as(refused[0]), "");
   EXPECT_EQ(got[0].ops, want.ops);
   EXPECT_EQ(got[0].generator, want.generator);
   EXPECT_FALSE(got[0].report.bound_by.has_value());

@@ -92,6 +92,25 @@ TEST(CliStream, AutoStreamsWhatDoesNotFitWhole) {
   EXPECT_THAT(traced.err, HasSubstr("a streamed run (--stream on) would need ~0.1 GB"));
 }
 
+// A sweep streams its points that do not fit whole and says so per row.
+TEST(CliStream, ASweepSaysWhichPointsStreamed) {
+  Memory m("300000000");
+  const std::string grid = " --grid scope=attention_fwd,step";
+  auto j = run_cli("sweep --quiet --json" + grid);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto rows = nlohmann::json::parse(j.out)["rows"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["simulated"], "whole");
+  EXPECT_TRUE(rows[0]["bound_by"].is_string());
+  EXPECT_EQ(rows[1]["simulated"], "streamed");
+  EXPECT_TRUE(rows[1]["bound_by"].is_null());
+  EXPECT_GT(rows[1]["step_time_s"].get<double>(), 0);
+  auto text = run_cli("sweep --quiet" + grid);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("- (streamed)"));
+  EXPECT_THAT(text.out, HasSubstr("1 of 2 points were streamed"));
+}
+
 TEST(CliStream, StreamedRunsThatDoNotFitAreRefusedAtOnce) {
   Memory m("50000000");
   auto r = run_cli("simulate --stream on");
