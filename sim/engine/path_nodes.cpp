@@ -5,7 +5,8 @@
 
 namespace rm::engine {
 
-PathNodes::Ref PathNodes::make(const schedule::PathLink& link, int64_t call, Ref parent) {
+PathNodes::Ref PathNodes::make(const schedule::PathLink& link, int64_t call, Ref parent,
+                               const schedule::PathTransfer& transfer) {
   Ref r;
   if (!free_.empty()) {
     r = free_.back();
@@ -15,7 +16,7 @@ PathNodes::Ref PathNodes::make(const schedule::PathLink& link, int64_t call, Ref
     r = Ref(nodes_.size());
     nodes_.emplace_back();
   }
-  nodes_[size_t(r)] = {link, call, parent, 1};
+  nodes_[size_t(r)] = {link, transfer, call, parent, 1};
   return r;
 }
 
@@ -27,8 +28,10 @@ void PathNodes::unref(Ref r) {
   }
 }
 
-std::optional<std::vector<schedule::PathLink>> PathNodes::chain(Ref last) const {
+std::optional<std::vector<schedule::PathLink>> PathNodes::chain(Ref last,
+                                                                std::vector<schedule::PathTransfer>* transfers) const {
   std::vector<schedule::PathLink> out;
+  if (transfers) transfers->clear();
   std::unordered_set<schedule::OpId> on_path;
   std::unordered_set<int64_t> calls;
   for (Ref r = last; r >= 0; r = nodes_[size_t(r)].parent) {
@@ -38,6 +41,7 @@ std::optional<std::vector<schedule::PathLink>> PathNodes::chain(Ref last) const 
     on_path.insert(n.link.op);
     if (n.link.via >= 0) on_path.insert(n.link.via);
     out.push_back(n.link);
+    if (transfers) transfers->push_back(n.transfer);
   }
   return out;
 }

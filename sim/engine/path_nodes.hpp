@@ -24,7 +24,7 @@ class PathNodes {
 
   // A node for an ended op; it takes over the caller's reference to `parent`
   // and starts with one reference, the caller's.
-  Ref make(const schedule::PathLink& link, int64_t call, Ref parent);
+  Ref make(const schedule::PathLink& link, int64_t call, Ref parent, const schedule::PathTransfer& transfer = {});
   void ref(Ref r) {
     if (r >= 0) ++nodes_[size_t(r)].refs;
   }
@@ -36,13 +36,16 @@ class PathNodes {
   // where the walk over the whole run could have turned elsewhere: it skips
   // ops already on the path, so a parent already on it, or a partner of an op
   // on it already, would change its choice (only ties of zero-length spans do).
-  std::optional<std::vector<schedule::PathLink>> chain(Ref last) const;
+  // transfers, when given: each link's PathTransfer, in the chain's order.
+  std::optional<std::vector<schedule::PathLink>> chain(Ref last,
+                                                       std::vector<schedule::PathTransfer>* transfers = nullptr) const;
 
   int64_t live() const { return int64_t(nodes_.size() - free_.size()); }
 
  private:
   struct Node {
     schedule::PathLink link;
+    schedule::PathTransfer transfer;
     int64_t call = kNoCall;
     Ref parent = -1;
     int32_t refs = 0;

@@ -29,7 +29,7 @@ using schedule::OpKind;
 
 namespace {
 
-enum : uint8_t { kPosted = 1, kDone = 2, kTransfer = 4 };
+enum : uint8_t { kPosted = 1, kDone = 2, kTransfer = 4, kBytes = 8 /* p2p: its pair's transfer carries bytes */ };
 
 // The ops of one chunk and what the run keeps per op (flat arrays, by index in the chunk).
 struct Chunk {
@@ -46,6 +46,7 @@ struct Chunk {
   // Read at every launch and end: kept here, dense, so that the run does not
   // go back to the 112-byte Op (a cache miss each time on large rings).
   std::vector<uint8_t> kind, phase;
+  std::vector<int32_t> src_rank, dst_rank;  // p2p: its pair's sender and receiver (-1: not p2p)
   std::vector<uint32_t> dep_begin;  // op i's dependencies: dep_ids[dep_begin[i], dep_begin[i + 1])
   std::vector<OpId> dep_ids;
   std::span<const OpId> deps(size_t i) const {
@@ -191,7 +192,7 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
   void release_graveyard();
 
  public:
-  std::optional<std::vector<schedule::PathLink>> critical_chain() const;
+  std::optional<std::vector<schedule::PathLink>> critical_chain(std::vector<schedule::PathTransfer>* transfers) const;
 
  private:
 
@@ -405,10 +406,15 @@ void StreamRun::Impl::append(ReadyChunk ready, bool last) {
     c.via_phase.assign(n, 0);
     c.kind.resize(n);
     c.phase.resize(n);
+    c.src_rank.assign(n, -1);
+    c.dst_rank.assign(n, -1);
     c.dep_begin.resize(n + 1);
     size_t deps = 0;
     for (size_t i = 0; i < n; ++i) {
-      c.kind[i] = uint8_t(c.ops[i].kind), c.phase[i] = uint8_t(c.ops[i].phase);
+      const Op& o = c.ops[i];
+      c.kind[i] = uint8_t(o.kind), c.phase[i] = uint8_t(o.phase);
+      if (o.kind == OpKind::send) c.src_rank[i] = o.rank, c.dst_rank[i] = o.peer;
+      if (o.kind == OpKind::recv) c.src_rank[i] = o.peer, c.dst_rank[i] = o.rank;
       c.dep_begin[i] = uint32_t(deps);
       deps += c.ops[i].deps.size();
     }
@@ -587,7 +593,7 @@ void StreamRun::Impl::retire() {
     // Ops not yet posted start at now_ or later.
     double safe = now_;
     for (size_t k = 1; k < chunks_.size(); ++k) safe = std::min(safe, chunks_[k].min_start);
-    sink_(RetiredChunk{c.ops, c.start, c.end, safe});
+    sink_(RetiredChunk{c.ops, c.start, c.end, safe, groups_});
     retired_below_ = c.base + OpId(c.size());
     ops_held_ -= int64_t(c.size());
     if (cached_ == &c) cached_ = nullptr;
@@ -602,6 +608,7 @@ void StreamRun::Impl::start_p2p(OpId id, OpId partner) {
   Loc l = loc(id);
   const Op& o = l.c->ops[l.i];
   const double bytes = double(o.kind == OpKind::send ? o.bytes : op(partner).bytes);
+  if (bytes > 0) l.c->state[l.i] |= kBytes, at_state(partner) |= kBytes;
   const OpId pair[2] = {std::min(id, partner), std::max(id, partner)};
   trace_partners(pair);
   start_transfer(l.c->route[l.i], bytes, {id, partner});
@@ -724,7 +731,13 @@ void StreamRun::Impl::trace_end(Loc l) {
   const int64_t call = schedule::is_compute(kind) ? PathNodes::kNoCall
                        : schedule::is_p2p(kind)   ? std::min(id, l.c->link[l.i])
                                                     : -(l.c->link[l.i] + 1);
-  const PathNodes::Ref r = path_.make(link, call, std::exchange(l.c->choice[l.i], -1));
+  schedule::PathTransfer xfer;
+  if (schedule::is_p2p(kind) && (l.c->state[l.i] & kBytes)) {
+    // Both ends of a pair end at this time (p2p_done); the transfer began when the later was posted.
+    const Loc p = loc(l.c->link[l.i]);
+    xfer = {std::max(l.c->start[l.i], p.c->start[p.i]), l.c->src_rank[l.i], l.c->dst_rank[l.i]};
+  }
+  const PathNodes::Ref r = path_.make(link, call, std::exchange(l.c->choice[l.i], -1), xfer);
   l.c->node[l.i] = r;
   if (last_ < 0 || now_ > last_end_ || id < last_id_) {
     path_.ref(r);
@@ -740,7 +753,10 @@ void StreamRun::Impl::release_graveyard() {
   graveyard_.clear();
 }
 
-std::optional<std::vector<schedule::PathLink>> StreamRun::Impl::critical_chain() const { return path_.chain(last_); }
+std::optional<std::vector<schedule::PathLink>> StreamRun::Impl::critical_chain(
+    std::vector<schedule::PathTransfer>* transfers) const {
+  return path_.chain(last_, transfers);
+}
 
 // ---------------------------------------------------------------- StreamRun
 
@@ -754,6 +770,9 @@ void StreamRun::append(ReadyChunk chunk, bool last) {
   impl_->append(std::move(chunk), last);
 }
 const StreamRun::Stats& StreamRun::stats() const { return impl_->stats_; }
-std::optional<std::vector<schedule::PathLink>> StreamRun::critical_chain() const { return impl_->critical_chain(); }
+std::optional<std::vector<schedule::PathLink>> StreamRun::critical_chain(
+    std::vector<schedule::PathTransfer>* transfers) const {
+  return impl_->critical_chain(transfers);
+}
 
 }  // namespace rm::engine

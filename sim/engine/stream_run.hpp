@@ -43,6 +43,7 @@ struct RetiredChunk {
   std::span<const schedule::Op> ops;
   std::span<const double> start, end;  // per op, seconds from 0
   double safe_before = 0;              // every op not yet handed back starts at or after it
+  std::span<const schedule::Group> groups;  // the Schedule's groups so far (every one these ops name)
 };
 using RetireSink = std::function<void(const RetiredChunk&)>;
 
@@ -102,7 +103,9 @@ class StreamRun {
   // on the whole run's op times, link for link; nullopt where the whole walk's
   // skipping of ops already on the path could have chosen otherwise
   // (path_nodes.hpp), which generated steps have not shown.
-  std::optional<std::vector<schedule::PathLink>> critical_chain() const;
+  // transfers, when given: each link's p2p transfer (schedule::PathTransfer), in the chain's order.
+  std::optional<std::vector<schedule::PathLink>> critical_chain(
+      std::vector<schedule::PathTransfer>* transfers = nullptr) const;
 
  private:
   struct Impl;

@@ -265,7 +265,9 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
   auto attempt = [&](bool ring_steps) {
     StreamedSimulation out;
     std::optional<report::StreamReport> rep;
-    engine::StreamRun run(topo, cost, [&](const engine::RetiredChunk& c) { rep->add(c.ops, c.start, c.end, c.safe_before); });
+    engine::StreamRun run(topo, cost, [&](const engine::RetiredChunk& c) {
+      rep->add(c.ops, c.start, c.end, c.safe_before, c.groups);
+    });
     int64_t ops = 0;
     auto take = [&](engine::ReadyChunk c, bool last) {
       ops += int64_t(c.ops.size());
@@ -279,7 +281,7 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
           e, pat, topo, &work_, replicas,
           [&](const schedule::Schedule& meta, std::vector<schedule::Op> chunk, bool last) {
             if (!rep) {
-              rep.emplace(e, meta);
+              rep.emplace(e, meta, topo, cost, &engine::plan_replicated);
               out.generator = meta.generator;
               out.ranks = int(meta.ranks.size());
             }
@@ -322,7 +324,9 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
       }
       generator.join();
     }
-    out.report = rep->finish(run.critical_chain());
+    std::vector<schedule::PathTransfer> transfers;
+    const auto chain = run.critical_chain(&transfers);
+    out.report = rep->finish(chain, transfers);
     out.stats = run.stats();
     out.ring_step_chunks = ring_steps;
     return out;

@@ -82,36 +82,9 @@ std::vector<Flow> flows(const schedule::Schedule& s, const topology::Topology& t
   }
   std::vector<Flow> out;
   out.reserve(fp.flows.size());
-  // A replica-symmetric Schedule: every transfer also runs in each other replica, on GPUs translated by k replicas.
-  const int replicas = std::max(1, s.symmetry.replicas), shift = s.symmetry.ranks_per_replica;
-  tr.replicas = replicas;
-  auto gpu = [&](int rank, int k) {
-    const int g = s.ranks[size_t(rank)].gpu;
-    return k == 0 ? g : (g + k * shift) % (replicas * shift);
-  };
-  std::unordered_map<uint64_t, int32_t> route_of;  // (src gpu << 32 | dst gpu) -> tr.routes
-  auto route = [&](int a, int b) {
-    auto [it, fresh] = route_of.try_emplace(uint64_t(uint32_t(a)) << 32 | uint32_t(b), int32_t(tr.routes.size()));
-    if (fresh) {
-      const topology::Route& r = t.route(a, b);
-      tr.routes.push_back({a, b, r.links, r.inter_node});
-    }
-    return it->second;
-  };
-  // Route sets by (src rank, dst rank, dst replica offset), the last one kept: a
-  // rank's consecutive sends mostly go to one peer.
-  std::unordered_map<uint64_t, int32_t> set_of;
-  uint64_t last_key = ~uint64_t(0);
-  int32_t last = -1;
-  auto route_set = [&](int src_rank, int dst_rank, int dst_k) {
-    const uint64_t key = (uint64_t(src_rank) * s.ranks.size() + uint64_t(dst_rank)) * uint64_t(replicas) + uint64_t(dst_k);
-    if (key == last_key) return last;
-    last_key = key;
-    auto [it, fresh] = set_of.try_emplace(key, int32_t(tr.route_sets.size() / size_t(replicas)));
-    if (fresh)
-      for (int k = 0; k < replicas; ++k) tr.route_sets.push_back(route(gpu(src_rank, k), gpu(dst_rank, k + dst_k)));
-    return last = it->second;
-  };
+  std::vector<int> gpu_of_rank;
+  for (const auto& r : s.ranks) gpu_of_rank.push_back(r.gpu);
+  core::RouteSets sets(t, std::move(gpu_of_rank), s.symmetry.replicas, s.symmetry.ranks_per_replica, tr);
   for (const core::FlowTemplate& f : fp.flows) {
     const size_t a = size_t(f.a), b = size_t(f.b);
     double t0 = 0;
@@ -126,7 +99,7 @@ std::vector<Flow> flows(const schedule::Schedule& s, const topology::Topology& t
       critical = call_critical[size_t(f.call)];
     }
     const double t1 = std::max(t0, std::min(times.end[a], times.end[b]));
-    out.push_back({route_set(f.src_rank, f.dst_rank, f.dst_replica), f.bytes, t0, t1, f.phase, critical, f.spanning, f.ring});
+    out.push_back({sets.set(f.src_rank, f.dst_rank, f.dst_replica), f.bytes, t0, t1, f.phase, critical, f.spanning, f.ring});
   }
   return out;
 }
@@ -279,34 +252,20 @@ core::PhaseIntervals phase_intervals(const schedule::Schedule& s, const traces::
   return iv;
 }
 
-std::vector<PhaseBound> phase_bounds(core::PhaseIntervals& iv, const CriticalPath& cp) {
+core::PhaseFigures phase_figures(core::PhaseIntervals& iv) {
   const size_t R = iv.compute.size();
-  constexpr size_t P = schedule::kPhaseCount;
-  auto& compute = iv.compute;
-  auto& phase_compute = iv.phase_compute;
-  auto& phase_comm = iv.phase_comm;
-  const auto& seen = iv.seen;
-  std::vector<PhaseBound> out;
-  std::vector<std::vector<Interval>> compute_union(R);
-  for (size_t r = 0; r < R; ++r) compute_union[r] = merged(compute[r]);
-  for (size_t p = 0; p < P; ++p) {
-    if (!seen[p]) continue;
-    PhaseBound b;
-    b.phase = Phase(p);
-    for (size_t r = 0; r < R; ++r) {
-      const double c = length(merged(phase_compute[r][p]));
+  core::PhaseFigures f(R);
+  f.seen = iv.seen;
+  for (size_t r = 0; r < R; ++r) {
+    const std::vector<Interval> compute_union = merged(iv.compute[r]);
+    for (size_t p = 0; p < schedule::kPhaseCount; ++p) {
+      if (!iv.seen[p]) continue;
+      f.compute[r][p] = length(merged(iv.phase_compute[r][p]));
       // The phase's communication while no compute stream of the rank runs is exposed.
-      const double x = minus_length(merged(phase_comm[r][p]), compute_union[r]);
-      b.compute_mean_s += c / double(R);
-      b.exposed_comm_mean_s += x / double(R);
-      b.compute_max_s = std::max(b.compute_max_s, c);
-      b.exposed_comm_max_s = std::max(b.exposed_comm_max_s, x);
+      f.exposed[r][p] = minus_length(merged(iv.phase_comm[r][p]), compute_union);
     }
-    for (const CriticalPathShare& sh : cp.by_kind)
-      if (sh.phase == b.phase) (schedule::is_compute(sh.kind) ? b.critical_compute_s : b.critical_comm_s) += sh.seconds;
-    out.push_back(b);
   }
-  return out;
+  return f;
 }
 
 std::string pct(double f) { return fmt::format("{:.0f}%", 100 * f); }
@@ -331,6 +290,99 @@ BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const 
 
 namespace core {
 
+std::vector<PhaseBound> phase_bounds(const PhaseFigures& f, const CriticalPath& cp) {
+  const size_t R = f.compute.size();
+  std::vector<PhaseBound> out;
+  for (size_t p = 0; p < schedule::kPhaseCount; ++p) {
+    if (!f.seen[p]) continue;
+    PhaseBound b;
+    b.phase = Phase(p);
+    for (size_t r = 0; r < R; ++r) {
+      const double c = f.compute[r][p], x = f.exposed[r][p];
+      b.compute_mean_s += c / double(R);
+      b.exposed_comm_mean_s += x / double(R);
+      b.compute_max_s = std::max(b.compute_max_s, c);
+      b.exposed_comm_max_s = std::max(b.exposed_comm_max_s, x);
+    }
+    for (const CriticalPathShare& sh : cp.by_kind)
+      if (sh.phase == b.phase) (schedule::is_compute(sh.kind) ? b.critical_compute_s : b.critical_comm_s) += sh.seconds;
+    out.push_back(b);
+  }
+  return out;
+}
+
+LinkRates link_rates(const topology::Topology& t, const cost::CostModel& m) {
+  LinkRates r;
+  for (const topology::Link& l : t.links()) {
+    r.kind.push_back(link_kind(t, l));
+    r.rate.push_back(m.link_rate_Bps(l));
+    r.kind_id.push_back(uint8_t(std::find(kLinkKinds.begin(), kLinkKinds.end(), r.kind.back()) - kLinkKinds.begin()));
+  }
+  return r;
+}
+
+uint8_t slowest_kind(const std::vector<int>& route, const LinkRates& r) {
+  if (route.empty()) return 0;
+  int slowest = route.front();
+  for (int id : route)
+    if (r.rate[size_t(id)] < r.rate[size_t(slowest)]) slowest = id;  // the first on ties, in route order
+  return r.kind_id[size_t(slowest)];
+}
+
+RouteSets::RouteSets(const topology::Topology& t, std::vector<int> gpu_of_rank, int replicas, int ranks_per_replica,
+                     LinkTraffic& tr)
+    : t_(t), gpu_(std::move(gpu_of_rank)), replicas_(std::max(1, replicas)), shift_(ranks_per_replica), tr_(tr) {
+  tr_.replicas = replicas_;
+}
+
+int32_t RouteSets::route(int a, int b) {
+  auto [it, fresh] = route_of_.try_emplace(uint64_t(uint32_t(a)) << 32 | uint32_t(b), int32_t(tr_.routes.size()));
+  if (fresh) {
+    const topology::Route& r = t_.route(a, b);
+    tr_.routes.push_back({a, b, r.links, r.inter_node});
+  }
+  return it->second;
+}
+
+int32_t RouteSets::set(int src_rank, int dst_rank, int dst_k) {
+  const uint64_t key = (uint64_t(src_rank) * gpu_.size() + uint64_t(dst_rank)) * uint64_t(replicas_) + uint64_t(dst_k);
+  if (key == last_key_) return last_;
+  last_key_ = key;
+  auto [it, fresh] = set_of_.try_emplace(key, int32_t(tr_.route_sets.size() / size_t(replicas_)));
+  if (fresh) {
+    // A replica-symmetric Schedule: every transfer also runs in each other replica, on GPUs translated by k replicas.
+    auto gpu = [&](int rank, int k) {
+      const int g = gpu_[size_t(rank)];
+      return k == 0 ? g : (g + k * shift_) % (replicas_ * shift_);
+    };
+    for (int k = 0; k < replicas_; ++k) tr_.route_sets.push_back(route(gpu(src_rank, k), gpu(dst_rank, k + dst_k)));
+  }
+  return last_ = it->second;
+}
+
+const std::vector<CallPair>& CallPairs::of(const schedule::CallShapeKey& key) {
+  if (key.spanning() && !replicated_)
+    throw std::invalid_argument("bound_by: a replica-symmetric Schedule needs the replicated collective planner");
+  auto [it, fresh] = shapes_.try_emplace(key);
+  std::vector<CallPair>& pairs = it->second;
+  if (!fresh) return pairs;
+  // Bytes per (sender, receiver): the plan's transfers sorted by pair, runs summed in plan order.
+  const auto plan = key.spanning() ? replicated_(key.kind, key.members, key.replicas, double(key.bytes))
+                                   : cost::CostModel::plan_collective(key.kind, key.members, double(key.bytes), key.root);
+  order_.resize(plan.size());
+  for (size_t i = 0; i < plan.size(); ++i) order_[i] = uint32_t(i);
+  std::stable_sort(order_.begin(), order_.end(), [&](uint32_t x, uint32_t y) {
+    return std::pair{plan[x].src, plan[x].dst} < std::pair{plan[y].src, plan[y].dst};
+  });
+  for (size_t i = 0; i < order_.size();) {
+    const int src = plan[order_[i]].src, dst = plan[order_[i]].dst;
+    double bytes = 0;
+    for (; i < order_.size() && plan[order_[i]].src == src && plan[order_[i]].dst == dst; ++i) bytes += plan[order_[i]].bytes;
+    pairs.push_back({src, dst, bytes});
+  }
+  return pairs;
+}
+
 FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match, ReplicatedPlanner replicated) {
   FlowPlan fp;
   for (const Op& op : s.ops) {
@@ -343,12 +395,7 @@ FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& ma
   // only: a step repeats a few shapes over hundreds of calls (every layer's
   // gradient collectives), and planning and sorting a 4,096-member call's plan
   // per call was ~10% of a large symmetric plan search.
-  struct Pair {
-    int src, dst;
-    double bytes;
-  };
-  std::map<schedule::CallShapeKey, std::vector<Pair>> shapes;
-  std::vector<uint32_t> order;
+  CallPairs shapes(replicated);
   for (size_t c = 0; c < match.calls.size(); ++c) {
     const auto& call = match.calls[c];
     if (call.empty() || std::any_of(call.begin(), call.end(), [](OpId id) { return id < 0; })) continue;
@@ -356,31 +403,10 @@ FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& ma
     // A group spanning replicas: the plan of all its members' transfers from replica 0's (dst a full member index).
     const schedule::CallShapeKey key = schedule::call_shape_key(s, call);
     const int n = key.members;
-    const bool spanning = key.spanning();
-    if (spanning && !replicated)
-      throw std::invalid_argument("bound_by: a replica-symmetric Schedule needs the replicated collective planner");
-    auto [it, fresh] = shapes.try_emplace(key);
-    std::vector<Pair>& pairs = it->second;
-    if (fresh) {
-      // Bytes per (sender, receiver): the plan's transfers sorted by pair, runs summed in plan order.
-      const auto plan = spanning ? replicated(key.kind, n, key.replicas, double(key.bytes))
-                                 : cost::CostModel::plan_collective(key.kind, n, double(key.bytes), key.root);
-      order.resize(plan.size());
-      for (size_t i = 0; i < plan.size(); ++i) order[i] = uint32_t(i);
-      std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-        return std::pair{plan[x].src, plan[x].dst} < std::pair{plan[y].src, plan[y].dst};
-      });
-      for (size_t i = 0; i < order.size();) {
-        const int src = plan[order[i]].src, dst = plan[order[i]].dst;
-        double bytes = 0;
-        for (; i < order.size() && plan[order[i]].src == src && plan[order[i]].dst == dst; ++i) bytes += plan[order[i]].bytes;
-        pairs.push_back({src, dst, bytes});
-      }
-    }
-    for (const Pair& p : pairs) {
+    for (const CallPair& p : shapes.of(key)) {
       const OpId a = call[size_t(p.src)], b = call[size_t(p.dst % n)];
       fp.flows.push_back({a, b, int64_t(c), s.ops[size_t(a)].rank, s.ops[size_t(b)].rank, p.bytes, first.phase,
-                          first.step >= 0, p.dst / n, spanning});
+                          first.step >= 0, p.dst / n, key.spanning()});
     }
   }
   fp.calls = match.calls;
@@ -455,7 +481,7 @@ LinkTraffic link_traffic(const schedule::Schedule& s, const FlowPlan& fp, const 
       for (int id : r.links) tr.uses[r.inter_node ? 1 : 0][size_t(id)] = 1;
     }
   }
-  tr.phases = phase_bounds(phases, cp);
+  tr.phases = phase_bounds(phase_figures(phases), cp);
   return tr;
 }
 
@@ -479,14 +505,10 @@ BoundBy bound_by(const LinkTraffic& tr, const topology::Topology& t, const cost:
   BoundBy b;
   const auto& links = t.links();
   const std::vector<LinkAcc>& acc = tr.acc;
-  std::vector<std::string> kinds(links.size());
-  std::vector<uint8_t> kind_id(links.size());  // index into kind_names (sorted: the order notes list kinds in)
-  const std::array<std::string, 4> kind_names{"fabric", "nic", "nvlink", "pcie"};
-  std::vector<double> rate(links.size());
-  for (size_t i = 0; i < links.size(); ++i) {
-    kinds[i] = link_kind(t, links[i]), rate[i] = m.link_rate_Bps(links[i]);
-    kind_id[i] = uint8_t(std::find(kind_names.begin(), kind_names.end(), kinds[i]) - kind_names.begin());
-  }
+  const LinkRates lr = link_rates(t, m);
+  const std::vector<std::string>& kinds = lr.kind;
+  const std::vector<double>& rate = lr.rate;
+  const std::array<std::string, 4>& kind_names = kLinkKinds;
   // Per traffic class, bytes by the kind of the slowest effective link of their route.
   struct ClassAcc {
     double bytes = 0;
@@ -495,22 +517,19 @@ BoundBy bound_by(const LinkTraffic& tr, const topology::Topology& t, const cost:
   };
   std::array<ClassAcc, 2> cls;
   for (size_t c = 0; c < 2; ++c) cls[c].bytes = tr.class_bytes[c], cls[c].uses = &tr.uses[c];
-  std::vector<uint8_t> slowest_kind(tr.routes.size(), 0);
-  for (size_t k = 0; k < tr.routes.size(); ++k) {
-    const auto& r = tr.routes[k].links;
-    if (r.empty()) continue;
-    int slowest = r.front();
-    for (int id : r)
-      if (rate[size_t(id)] < rate[size_t(slowest)]) slowest = id;  // the first on ties, in route order
-    slowest_kind[k] = kind_id[size_t(slowest)];
+  if (tr.capped) {
+    for (size_t c = 0; c < 2; ++c) cls[c].capped = (*tr.capped)[c];
+  } else {
+    std::vector<uint8_t> slowest(tr.routes.size(), 0);
+    for (size_t k = 0; k < tr.routes.size(); ++k) slowest[k] = slowest_kind(tr.routes[k].links, lr);
+    const size_t R = size_t(tr.replicas);
+    for (const auto& [set, bytes] : tr.counted)  // in the transfers' start order, as the sums always ran
+      for (size_t k = 0; k < R; ++k) {
+        const size_t route = size_t(tr.route_sets[size_t(set) * R + k]);
+        if (tr.routes[route].links.empty()) continue;  // not counted (link_traffic)
+        cls[tr.routes[route].inter_node ? 1 : 0].capped[slowest[route]] += bytes;
+      }
   }
-  const size_t R = size_t(tr.replicas);
-  for (const auto& [set, bytes] : tr.counted)  // in the transfers' start order, as the sums always ran
-    for (size_t k = 0; k < R; ++k) {
-      const size_t route = size_t(tr.route_sets[size_t(set) * R + k]);
-      if (tr.routes[route].links.empty()) continue;  // not counted (link_traffic)
-      cls[tr.routes[route].inter_node ? 1 : 0].capped[slowest_kind[route]] += bytes;
-    }
   for (size_t i = 0; i < links.size(); ++i) {
     const LinkAcc& a = acc[i];
     if (a.bytes <= 0) continue;

@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <utility>
 #include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/config/experiment.hpp"
@@ -17,6 +20,7 @@
 #include "sim/report/critical_path.hpp"
 #include "sim/report/op_spans.hpp"
 #include "sim/report/step_report.hpp"
+#include "sim/schedule/call_shape.hpp"
 #include "sim/schedule/comm_matching.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/topology/topology.hpp"
@@ -168,8 +172,74 @@ struct LinkTraffic {
   int replicas = 1;
   std::vector<int32_t> route_sets;                  // [set * replicas + k]: index into routes
   std::vector<std::pair<int32_t, double>> counted;  // the transfers counted, in start order: route set, bytes
+  // A streamed run sums what `counted` would give as it goes (it cannot keep
+  // every transfer): per class, the bytes each link kind caps (kLinkKinds order).
+  std::optional<std::array<std::array<double, 4>, 2>> capped;
   std::vector<PhaseBound> phases;
 };
+
+// Link kinds in the order the notes list them; a link's kind and effective rate.
+inline const std::array<std::string, 4> kLinkKinds{"fabric", "nic", "nvlink", "pcie"};
+struct LinkRates {
+  std::vector<std::string> kind;   // link_kind's
+  std::vector<uint8_t> kind_id;    // index into kLinkKinds
+  std::vector<double> rate;        // CostModel::link_rate_Bps
+};
+LinkRates link_rates(const topology::Topology& t, const cost::CostModel& m);
+// The kind (kLinkKinds index) of a route's slowest effective link: what caps a transfer on it (first on ties).
+uint8_t slowest_kind(const std::vector<int>& route, const LinkRates& r);
+
+// Routes of the GPU pairs transfers use and their route sets (a transfer's
+// route in every replica), each numbered in first use, into tr.routes and
+// tr.route_sets. gpu_of_rank: replica 0's ranks; replicas and
+// ranks_per_replica: the Schedule's symmetry (1 and any: none).
+class RouteSets {
+ public:
+  RouteSets(const topology::Topology& t, std::vector<int> gpu_of_rank, int replicas, int ranks_per_replica,
+            LinkTraffic& tr);
+  // The route set of a transfer from src_rank to dst_rank's translate dst_k replicas on.
+  int32_t set(int src_rank, int dst_rank, int dst_k);
+
+ private:
+  int32_t route(int src_gpu, int dst_gpu);
+  const topology::Topology& t_;
+  std::vector<int> gpu_;
+  int replicas_, shift_;
+  LinkTraffic& tr_;
+  std::unordered_map<uint64_t, int32_t> route_of_, set_of_;
+  // A rank's consecutive sends mostly go to one peer: the last set is kept.
+  uint64_t last_key_ = ~uint64_t(0);
+  int32_t last_ = -1;
+};
+
+// A collective call's transfers as bound_by counts them: one per (sender,
+// receiver) member pair, the bytes of the plan's transfers between them summed
+// in plan order, pairs in (sender, receiver) order. dst may name a member of
+// another replica (dst / members) for a call spanning replicas.
+struct CallPair {
+  int src, dst;
+  double bytes;
+};
+class CallPairs {
+ public:
+  explicit CallPairs(ReplicatedPlanner replicated) : replicated_(replicated) {}
+  // Planned once per shape: a step repeats a few shapes over hundreds of calls.
+  const std::vector<CallPair>& of(const schedule::CallShapeKey& key);
+
+ private:
+  ReplicatedPlanner replicated_;
+  std::map<schedule::CallShapeKey, std::vector<CallPair>> shapes_;
+  std::vector<uint32_t> order_;
+};
+
+// Per rank and phase: its compute's union length and its exposed communication
+// (what the phase's communication adds to the union of all the rank's compute).
+struct PhaseFigures {
+  explicit PhaseFigures(size_t ranks) : compute(ranks), exposed(ranks) {}
+  std::vector<std::array<double, schedule::kPhaseCount>> compute, exposed;
+  std::array<bool, schedule::kPhaseCount> seen{};
+};
+std::vector<PhaseBound> phase_bounds(const PhaseFigures& f, const CriticalPath& cp);
 LinkTraffic link_traffic(const schedule::Schedule& s, const FlowPlan& fp, const OpSpans& times, PhaseIntervals& phases,
                          const topology::Topology& t, const CriticalPath& cp);
 // Whether t has tr's link count and, for each GPU pair of tr, the route tr counted on.

@@ -14,8 +14,15 @@ StreamReport::StreamReport(const Experiment& e, const schedule::Schedule& meta)
   }
 }
 
+StreamReport::StreamReport(const Experiment& e, const schedule::Schedule& meta, const topology::Topology& t,
+                           const cost::CostModel& m, ReplicatedPlanner replicated)
+    : StreamReport(e, meta) {
+  bound_by_.emplace(meta, t, m, replicated);
+}
+
 void StreamReport::add(std::span<const schedule::Op> ops, std::span<const double> start, std::span<const double> end,
-                       double safe_before) {
+                       double safe_before, std::span<const schedule::Group> groups) {
+  if (bound_by_) bound_by_->add(ops, start, end, groups, safe_before);
   const size_t R = size_t(ranks_);
   for (size_t i = 0; i < ops.size(); ++i) {
     const schedule::Op& op = ops[i];
@@ -64,7 +71,8 @@ void StreamReport::sweep(double below) {
   }
 }
 
-StepReport StreamReport::finish(const std::optional<std::vector<schedule::PathLink>>& critical_chain) {
+StepReport StreamReport::finish(const std::optional<std::vector<schedule::PathLink>>& critical_chain,
+                                const std::vector<schedule::PathTransfer>& transfers) {
   sweep(1e300);
   StepReport r;
   core::fill_figures(r, e_, ranks_, replicas_, mask_fwd_flops_, executed_flops_, any_op_ ? end_ - begin_ : 0.0);
@@ -82,6 +90,8 @@ StepReport StreamReport::finish(const std::optional<std::vector<schedule::PathLi
   r.breakdown = core::breakdown(busy, r.step_time_s);
   r.critical_path_traced = critical_chain.has_value();
   if (critical_chain) r.critical_path = critical_path(*critical_chain);
+  if (bound_by_ && critical_chain)
+    r.bound_by = bound_by_->finish(r.critical_path, *critical_chain, transfers, r.step_time_s, r.imbalance.step_measured);
   return r;
 }
 

@@ -6,8 +6,8 @@
 // breakdown's interval unions swept in the same sorted order, each rank's
 // intervals fed once no later op can start before them). The critical path
 // comes from the run, which traces it as ops end (engine::StreamRun::
-// critical_chain); what bounds the step is not traced: it spreads every
-// transfer over its links and reads them all at once.
+// critical_chain); what bounds the step from stream_bound_by.hpp, given the
+// Topology and CostModel it ran on.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,7 @@
 
 #include "sim/config/experiment.hpp"
 #include "sim/report/report_core.hpp"
+#include "sim/report/stream_bound_by.hpp"
 #include "sim/report/step_report.hpp"
 #include "sim/schedule/op_events.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -29,11 +30,18 @@ class StreamReport {
  public:
   // meta: the Schedule's frame (ranks and their streams, symmetry), as the first chunk came with it.
   StreamReport(const Experiment& e, const schedule::Schedule& meta);
-  // The next chunk, in op order; every op not yet added starts at or after safe_before.
+  // The same with bound-by, of a run on t under m (replicated: for a replica-symmetric
+  // Schedule's groups spanning replicas, as bound_by.hpp takes it); t and m must outlive it.
+  StreamReport(const Experiment& e, const schedule::Schedule& meta, const topology::Topology& t,
+               const cost::CostModel& m, ReplicatedPlanner replicated);
+  // The next chunk, in op order; every op not yet added starts at or after safe_before;
+  // groups: the Schedule's so far.
   void add(std::span<const schedule::Op> ops, std::span<const double> start, std::span<const double> end,
-           double safe_before);
-  // After the last chunk, with the run's critical path (nullopt: not traced).
-  StepReport finish(const std::optional<std::vector<schedule::PathLink>>& critical_chain);
+           double safe_before, std::span<const schedule::Group> groups = {});
+  // After the last chunk, with the run's critical path (nullopt: not traced) and
+  // each link's transfer; bound_by needs both (and the constructor's topology).
+  StepReport finish(const std::optional<std::vector<schedule::PathLink>>& critical_chain,
+                    const std::vector<schedule::PathTransfer>& transfers = {});
 
   int64_t intervals_held() const { return held_; }
 
@@ -56,6 +64,7 @@ class StreamReport {
   };
   std::vector<RankUnion> union_;
   int64_t held_ = 0, sweep_at_ = 1 << 20;
+  std::optional<StreamBoundBy> bound_by_;
 };
 
 }  // namespace rm::report

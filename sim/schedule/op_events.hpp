@@ -52,4 +52,14 @@ struct PathLink {
   bool operator==(const PathLink&) const = default;
 };
 
+// What a streamed run's critical path tells the report of a p2p op on it (the
+// whole run's report reads it off the Schedule): its pair's transfer, from
+// src_rank to dst_rank over [start, the link's end], both ends of a pair
+// ending together. src_rank -1: not a p2p op, or a transfer of no bytes.
+struct PathTransfer {
+  double start = 0;
+  int32_t src_rank = -1, dst_rank = -1;
+  bool operator==(const PathTransfer&) const = default;
+};
+
 }  // namespace rm::schedule

@@ -1,0 +1,280 @@
+#include "sim/report/stream_bound_by.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <tuple>
+
+#include "sim/schedule/call_shape.hpp"
+
+namespace rm::report {
+
+using schedule::Op;
+using schedule::OpId;
+using schedule::OpKind;
+
+namespace {
+std::vector<int> gpus_of(const schedule::Schedule& meta) {
+  std::vector<int> g;
+  for (const auto& r : meta.ranks) g.push_back(r.gpu);
+  return g;
+}
+}  // namespace
+
+StreamBoundBy::StreamBoundBy(const schedule::Schedule& meta, const topology::Topology& t, const cost::CostModel& m,
+                             ReplicatedPlanner replicated)
+    : t_(t),
+      m_(m),
+      rates_(core::link_rates(t, m)),
+      ranks_(int(meta.ranks.size())),
+      replicas_(std::max(1, meta.symmetry.replicas)),
+      sets_(t, gpus_of(meta), meta.symmetry.replicas, meta.symmetry.ranks_per_replica, tr_),
+      pairs_(replicated),
+      phases_(meta.ranks.size()),
+      figures_(meta.ranks.size()) {
+  for (const auto& r : meta.ranks) {
+    auto& kinds = stream_kind_.emplace_back();
+    for (const auto& st : r.streams) kinds.push_back(st.kind == schedule::StreamKind::compute ? 1 : 0);
+  }
+  tr_.links = t.links().size();
+  tr_.acc.resize(tr_.links);
+  for (auto& u : tr_.uses) u.assign(tr_.links, 0);
+}
+
+void StreamBoundBy::add(std::span<const Op> ops, std::span<const double> start, std::span<const double> end,
+                        std::span<const schedule::Group> groups, double safe_before) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    if (op.rank < 0 || op.rank >= ranks_) continue;  // as match_comms: no rank, no transfer
+    if (schedule::is_p2p(op.kind)) pair_up(op, start[i], end[i]);
+    else if (schedule::is_collective(op.kind)) join_call(op, start[i], end[i], groups);
+    // Per rank and phase: the op's interval on a stream its rank declares.
+    const auto& kinds = stream_kind_[size_t(op.rank)];
+    if (op.stream < 0 || size_t(op.stream) >= kinds.size()) continue;
+    const auto p = uint8_t(op.phase);
+    seen_[p] = true;
+    auto& rp = phases_[size_t(op.rank)];
+    (kinds[size_t(op.stream)] == 1 ? rp.compute : rp.comm).push_back({{start[i], end[i]}, p});
+    ++held_;
+  }
+  count_until(safe_before);
+  if (held_ >= sweep_at_) {
+    sweep(safe_before);
+    sweep_at_ = std::max<int64_t>(1 << 20, 2 * held_);
+  }
+}
+
+// ---------------------------------------------------------------- transfers
+
+void StreamBoundBy::pair_up(const Op& op, double start, double end) {
+  const bool send = op.kind == OpKind::send;
+  const auto key = send ? std::tuple{op.rank, op.peer, op.tag} : std::tuple{op.peer, op.rank, op.tag};
+  auto& mine = send ? sends_ : recvs_;
+  auto& theirs = send ? recvs_ : sends_;
+  const Half me{op.id, op.rank, start, end, double(op.bytes), op.phase, op.step >= 0};
+  auto it = theirs.find(key);
+  if (it == theirs.end()) {  // the k-th send meets the k-th recv of its key (CommMatching)
+    mine[key].push_back(me);
+    return;
+  }
+  const Half other = it->second.front();
+  it->second.pop_front();
+  if (it->second.empty()) theirs.erase(it);
+  const Half& s = send ? me : other;
+  const Half& r = send ? other : me;
+  if (s.bytes <= 0) return;  // bound_by counts no transfer without bytes
+  const double t0 = std::max(s.start, r.start);
+  const int32_t routes = sets_.set(s.rank, r.rank, 0);
+  pending_.push({t0, std::max(t0, std::min(s.end, r.end)), s.bytes, routes, s.phase, s.ring, {0, s.id, 0, 0}});
+}
+
+void StreamBoundBy::join_call(const Op& op, double start, double end, std::span<const schedule::Group> groups) {
+  if (op.group < 0 || size_t(op.group) >= groups.size()) return;
+  const schedule::Group& g = groups[size_t(op.group)];
+  const auto pos = std::find(g.ranks.begin(), g.ranks.end(), op.rank);
+  if (pos == g.ranks.end()) return;
+  const size_t n = g.ranks.size(), m = size_t(pos - g.ranks.begin());
+  OpenCalls& oc = open_calls_[{op.group, op.tag}];
+  if (oc.next_k.empty()) oc.next_k.assign(n, 0);
+  const int64_t k = oc.next_k[m]++;  // the k-th op of each member forms call k
+  while (k - oc.k_lo >= int64_t(oc.calls.size())) oc.calls.emplace_back().members.assign(n, Member{});
+  OpenCall& call = oc.calls[size_t(k - oc.k_lo)];
+  call.members[m] = {op.id, start, end};
+  if (m == 0) call.first = op;
+  ++call.filled;
+  while (!oc.calls.empty() && oc.calls.front().filled == n) {
+    form_call(oc.calls.front(), g, op.group, op.tag, oc.k_lo);
+    oc.calls.pop_front(), ++oc.k_lo;
+  }
+}
+
+void StreamBoundBy::form_call(const OpenCall& call, const schedule::Group& g, int64_t group, int64_t tag, int64_t k) {
+  const int n = int(call.members.size());
+  double t0 = call.members.front().start;  // the call runs once its last member is posted
+  for (const Member& x : call.members) t0 = std::max(t0, x.start);
+  const schedule::CallShapeKey key = schedule::call_shape_key(call.first, g, replicas_, n);
+  CallRecord rec;
+  rec.t0 = t0;
+  rec.spanning = key.spanning();
+  const std::vector<core::CallPair>& pairs = pairs_.of(key);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const core::CallPair& p = pairs[i];
+    if (p.bytes <= 0) continue;
+    const Member &a = call.members[size_t(p.src)], &b = call.members[size_t(p.dst % n)];
+    const double t1 = std::max(t0, std::min(a.end, b.end));
+    const int32_t routes = sets_.set(g.ranks[size_t(p.src)], g.ranks[size_t(p.dst % n)], p.dst / n);
+    pending_.push({t0, t1, p.bytes, routes, call.first.phase, call.first.step >= 0, {1 + group, tag, k, int64_t(i)}});
+    rec.flows.push_back({routes, t1});
+  }
+  for (const Member& x : call.members) call_of_[x.id] = int32_t(calls_.size());
+  calls_.push_back(std::move(rec));
+}
+
+void StreamBoundBy::count_until(double below) {
+  while (!pending_.empty() && pending_.top().t0 < below) {
+    count(pending_.top());
+    pending_.pop();
+  }
+}
+
+// One transfer into every link of its routes, as core::link_traffic counts it.
+void StreamBoundBy::count(const Pending& f) {
+  for (size_t r = slowest_.size(); r < tr_.routes.size(); ++r) slowest_.push_back(core::slowest_kind(tr_.routes[r].links, rates_));
+  if (set_used_.size() <= size_t(f.routes)) set_used_.resize(size_t(f.routes) + 1, 0);
+  set_used_[size_t(f.routes)] = 1;
+  const size_t R = size_t(replicas_);
+  for (size_t k = 0; k < R; ++k) {
+    const size_t route = size_t(tr_.route_sets[size_t(f.routes) * R + k]);
+    const core::LinkTraffic::RouteUse& r = tr_.routes[route];
+    if (r.links.empty()) continue;
+    const size_t c = r.inter_node ? 1 : 0;
+    tr_.class_bytes[c] += f.bytes;
+    capped_[c][slowest_[route]] += f.bytes;
+    for (int id : r.links) {
+      core::LinkAcc& a = tr_.acc[size_t(id)];
+      a.bytes += f.bytes;
+      a.phase_bytes[size_t(f.phase)] += f.bytes;
+      a.busy.add(f.t0, f.t1);
+      a.phase_busy[size_t(f.phase)].add(f.t0, f.t1);
+      if (f.ring) a.ring_bytes += f.bytes, a.ring.add(f.t0, f.t1);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- per phase
+
+// Feeds each rank's intervals that start before `below` (all there will ever be
+// there) to its unions, in sorted order, as phase_bounds merges them whole.
+void StreamBoundBy::sweep(double below) {
+  held_ = 0;
+  auto cut = [&](std::vector<std::pair<core::Interval, uint8_t>>& v) {
+    std::sort(v.begin(), v.end());
+    return std::lower_bound(v.begin(), v.end(), std::pair{core::Interval{below, -1e300}, uint8_t(0)});
+  };
+  for (size_t r = 0; r < phases_.size(); ++r) {
+    RankPhases& rp = phases_[r];
+    // Compute first: a communication union closed below is then measured against a final compute union.
+    const auto c_end = cut(rp.compute);
+    for (auto it = rp.compute.begin(); it != c_end; ++it) {
+      const auto& [x, p] = *it;
+      rp.phase_compute[p].add(x);
+      if (!rp.compute_union.empty() && x.first <= rp.compute_union.back().second)
+        rp.compute_union.back().second = std::max(rp.compute_union.back().second, x.second);
+      else
+        rp.compute_union.push_back(x);
+    }
+    rp.compute.erase(rp.compute.begin(), c_end);
+    const auto m_end = cut(rp.comm);
+    for (auto it = rp.comm.begin(); it != m_end; ++it) {
+      const auto& [x, p] = *it;
+      auto& c = rp.phase_comm[p];
+      if (c.open && x.first <= c.hi) {
+        c.hi = std::max(c.hi, x.second);
+        continue;
+      }
+      if (c.open) close_comm(r, p);
+      c.lo = x.first, c.hi = x.second, c.open = true;
+    }
+    rp.comm.erase(rp.comm.begin(), m_end);
+    held_ += int64_t(rp.compute.size() + rp.comm.size());
+    // Drop what no communication still to come can overlap (never the last: it may grow).
+    double keep_from = below;
+    for (const auto& c : rp.phase_comm)
+      if (c.open) keep_from = std::min(keep_from, c.lo);
+    while (rp.compute_union.size() > 1 && rp.compute_union.front().second <= keep_from)
+      rp.compute_union.pop_front(), ++rp.union_base;
+  }
+}
+
+// A closed union [lo, hi] of one phase's communication: what of it no compute covers (minus_length's step).
+void StreamBoundBy::close_comm(size_t rank, size_t phase) {
+  RankPhases& rp = phases_[rank];
+  auto& c = rp.phase_comm[phase];
+  const double a = c.lo, b = c.hi;
+  const auto& y = rp.compute_union;
+  const int64_t end = rp.union_base + int64_t(y.size());
+  auto at = [&](int64_t k) -> const core::Interval& { return y[size_t(k - rp.union_base)]; };
+  int64_t& j = c.j;
+  j = std::max(j, rp.union_base);
+  while (j < end && at(j).second <= a) ++j;
+  double covered = 0;
+  for (int64_t k = j; k < end && at(k).first < b; ++k) covered += std::min(b, at(k).second) - std::max(a, at(k).first);
+  figures_.exposed[rank][phase] += (b - a) - covered;
+  c.open = false;
+}
+
+// ---------------------------------------------------------------- the end
+
+BoundBy StreamBoundBy::finish(const CriticalPath& cp, std::span<const schedule::PathLink> chain,
+                              std::span<const schedule::PathTransfer> transfers, double step, double step_imbalance) {
+  count_until(std::numeric_limits<double>::infinity());
+  sweep(std::numeric_limits<double>::infinity());
+  for (size_t r = 0; r < phases_.size(); ++r)
+    for (size_t p = 0; p < schedule::kPhaseCount; ++p) {
+      if (phases_[r].phase_comm[p].open) close_comm(r, p);
+      figures_.compute[r][p] = phases_[r].phase_compute[p].length();
+    }
+  figures_.seen = seen_;
+  tr_.phases = core::phase_bounds(figures_, cp);
+  tr_.capped = capped_;
+  const size_t R = size_t(replicas_);
+  for (size_t set = 0; set < set_used_.size(); ++set) {
+    if (!set_used_[set]) continue;
+    for (size_t k = 0; k < R; ++k) {
+      const auto& r = tr_.routes[size_t(tr_.route_sets[set * R + k])];
+      for (int id : r.links) tr_.uses[r.inter_node ? 1 : 0][size_t(id)] = 1;
+    }
+  }
+  // Each link's critical time: the union of the critical path's transfers on it
+  // (a p2p op's pair; every pair of a call one of whose ops is on it), in start order.
+  struct Critical {
+    double t0, t1;
+    int32_t route;
+  };
+  std::vector<Critical> critical;
+  auto add = [&](int32_t set, size_t k, double t0, double t1) {
+    const int32_t route = tr_.route_sets[size_t(set) * R + k];
+    if (!tr_.routes[size_t(route)].links.empty()) critical.push_back({t0, t1, route});
+  };
+  std::vector<char> call_seen(calls_.size(), 0);
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const schedule::PathLink& l = chain[i];
+    if (schedule::is_p2p(l.kind) && i < transfers.size() && transfers[i].src_rank >= 0) {
+      const schedule::PathTransfer& x = transfers[i];
+      add(sets_.set(x.src_rank, x.dst_rank, 0), 0, x.start, std::max(x.start, l.end));
+    } else if (schedule::is_collective(l.kind)) {
+      const auto it = call_of_.find(l.op);
+      if (it == call_of_.end() || call_seen[size_t(it->second)]) continue;
+      call_seen[size_t(it->second)] = 1;
+      const CallRecord& c = calls_[size_t(it->second)];
+      for (const CallFlow& f : c.flows)
+        for (size_t k = 0; k < R; ++k)
+          if (k == 0 || c.spanning) add(f.routes, k, c.t0, f.t1);
+    }
+  }
+  std::sort(critical.begin(), critical.end(), [](const Critical& x, const Critical& y) { return x.t0 < y.t0; });
+  for (const Critical& c : critical)
+    for (int id : tr_.routes[size_t(c.route)].links) tr_.acc[size_t(id)].critical.add(c.t0, c.t1);
+  return core::bound_by(tr_, t_, m_, cp, step, step_imbalance);
+}
+
+}  // namespace rm::report
