@@ -197,6 +197,16 @@ Footprint estimate_footprint(const Experiment& e, RunKind kind, bool one_replica
 // intervals until they are swept (~250 bytes), with growth slack; docs/engines.md
 // has the measured figures.
 constexpr int64_t kStreamBytesPerOp = 480;
+// Its bound-by (report/stream_bound_by.hpp) keeps the route of every GPU pair a
+// transfer used, as does the Topology: a rank exchanges with its context, head
+// and tensor group (all-to-alls), its data-parallel group and a few ring peers.
+// ~420 bytes a pair measured (1.05M pairs of a cp = 512 layer: +430 MB of peak RSS).
+constexpr int64_t kStreamRouteBytes = 512;
+int64_t stream_route_bytes(const Experiment& e) {
+  const Parallel& p = e.parallel;
+  const int64_t g = p.world(), pairs = std::min(g * g, g * (p.cp * p.hp * p.tp + p.dp + 8));
+  return pairs * kStreamRouteBytes;
+}
 constexpr int64_t kStreamRingSteps = 32;  // 20 measured in flight at cp = 1,024 (docs/engines.md)
 
 Footprint estimate_stream_footprint(const Experiment& e, bool one_replica) {
@@ -225,7 +235,7 @@ Footprint estimate_stream_footprint(const Experiment& e, bool one_replica) {
   // The report's forward-attention rows: per (layer, ring step) a planned and a measured figure per rank.
   const int64_t rows = int64_t(e.scope == Scope::step ? e.model.layers : 1) * e.parallel.cp;
   f.bytes = kBaseBytes + f.ops * kStreamBytesPerOp + ranks * kBytesPerRank + pair_cost_bytes(e, e.scope == Scope::step, true) +
-            topology_bytes(e, f.ops) + rows * ranks * 2 * int64_t(sizeof(double));
+            topology_bytes(e, f.ops) + rows * ranks * 2 * int64_t(sizeof(double)) + stream_route_bytes(e);
   if (one_replica && e.scope == Scope::step) {
     // Calls in flight over groups spanning replicas: a few at once, not every call of the step.
     const int64_t calls = (e.model.layers + 1) * (e.parallel.zero_stage == 0 ? 2 : 1);

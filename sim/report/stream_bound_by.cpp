@@ -107,24 +107,33 @@ void StreamBoundBy::join_call(const Op& op, double start, double end, std::span<
   }
 }
 
+template <class F>
+void StreamBoundBy::call_transfers(const CallRecord& c, F&& f) {
+  const std::vector<int>& ranks = group_ranks_[size_t(c.group)];
+  const int n = int(ranks.size());
+  const std::vector<core::CallPair>& pairs = pairs_.of(c.key);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const core::CallPair& p = pairs[i];
+    if (p.bytes <= 0) continue;  // bound_by counts no transfer without bytes
+    const double t1 = std::max(c.t0, std::min(c.ends[size_t(p.src)], c.ends[size_t(p.dst % n)]));
+    f(i, p, sets_.set(ranks[size_t(p.src)], ranks[size_t(p.dst % n)], p.dst / n), t1);
+  }
+}
+
 void StreamBoundBy::form_call(const OpenCall& call, const schedule::Group& g, int64_t group, int64_t tag, int64_t k) {
   const int n = int(call.members.size());
   double t0 = call.members.front().start;  // the call runs once its last member is posted
   for (const Member& x : call.members) t0 = std::max(t0, x.start);
-  const schedule::CallShapeKey key = schedule::call_shape_key(call.first, g, replicas_, n);
   CallRecord rec;
   rec.t0 = t0;
-  rec.spanning = key.spanning();
-  const std::vector<core::CallPair>& pairs = pairs_.of(key);
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    const core::CallPair& p = pairs[i];
-    if (p.bytes <= 0) continue;
-    const Member &a = call.members[size_t(p.src)], &b = call.members[size_t(p.dst % n)];
-    const double t1 = std::max(t0, std::min(a.end, b.end));
-    const int32_t routes = sets_.set(g.ranks[size_t(p.src)], g.ranks[size_t(p.dst % n)], p.dst / n);
+  rec.key = schedule::call_shape_key(call.first, g, replicas_, n);
+  rec.group = int(group);
+  for (const Member& x : call.members) rec.ends.push_back(x.end);
+  if (group_ranks_.size() <= size_t(group)) group_ranks_.resize(size_t(group) + 1);
+  if (group_ranks_[size_t(group)].empty()) group_ranks_[size_t(group)] = g.ranks;
+  call_transfers(rec, [&](size_t i, const core::CallPair& p, int32_t routes, double t1) {
     pending_.push({t0, t1, p.bytes, routes, call.first.phase, call.first.step >= 0, {1 + group, tag, k, int64_t(i)}});
-    rec.flows.push_back({routes, t1});
-  }
+  });
   for (const Member& x : call.members) call_of_[x.id] = int32_t(calls_.size());
   calls_.push_back(std::move(rec));
 }
@@ -138,25 +147,28 @@ void StreamBoundBy::count_until(double below) {
 
 // One transfer into every link of its routes, as core::link_traffic counts it.
 void StreamBoundBy::count(const Pending& f) {
-  for (size_t r = slowest_.size(); r < tr_.routes.size(); ++r) slowest_.push_back(core::slowest_kind(tr_.routes[r].links, rates_));
-  if (set_used_.size() <= size_t(f.routes)) set_used_.resize(size_t(f.routes) + 1, 0);
-  set_used_[size_t(f.routes)] = 1;
-  const size_t R = size_t(replicas_);
-  for (size_t k = 0; k < R; ++k) {
-    const size_t route = size_t(tr_.route_sets[size_t(f.routes) * R + k]);
-    const core::LinkTraffic::RouteUse& r = tr_.routes[route];
-    if (r.links.empty()) continue;
-    const size_t c = r.inter_node ? 1 : 0;
-    tr_.class_bytes[c] += f.bytes;
-    capped_[c][slowest_[route]] += f.bytes;
-    for (int id : r.links) {
-      core::LinkAcc& a = tr_.acc[size_t(id)];
-      a.bytes += f.bytes;
-      a.phase_bytes[size_t(f.phase)] += f.bytes;
-      a.busy.add(f.t0, f.t1);
-      a.phase_busy[size_t(f.phase)].add(f.t0, f.t1);
-      if (f.ring) a.ring_bytes += f.bytes, a.ring.add(f.t0, f.t1);
+  const size_t R = size_t(replicas_), set = size_t(f.routes);
+  if (set_used_.size() <= set) set_used_.resize(set + 1, 0), set_use_.resize(set + 1);
+  SetUse& use = set_use_[set];
+  if (!set_used_[set]) {
+    set_used_[set] = 1;
+    for (size_t k = 0; k < R; ++k) {
+      const core::LinkTraffic::RouteUse& r = tr_.routes[size_t(tr_.route_sets[set * R + k])];
+      if (r.links.empty()) continue;
+      use.caps.push_back(uint8_t((r.inter_node ? 4 : 0) + core::slowest_kind(r.links, rates_)));
+      use.links.insert(use.links.end(), r.links.begin(), r.links.end());
     }
+  }
+  // Each class and link in the order link_traffic visits them: the sums run alike.
+  for (const uint8_t cap : use.caps) tr_.class_bytes[cap / 4] += f.bytes, capped_[cap / 4][cap % 4] += f.bytes;
+  const auto p = size_t(f.phase);
+  for (const int32_t id : use.links) {
+    core::LinkAcc& a = tr_.acc[size_t(id)];
+    a.bytes += f.bytes;
+    a.phase_bytes[p] += f.bytes;
+    a.busy.add(f.t0, f.t1);
+    a.phase_busy[p].add(f.t0, f.t1);
+    if (f.ring) a.ring_bytes += f.bytes, a.ring.add(f.t0, f.t1);
   }
 }
 
@@ -266,9 +278,10 @@ BoundBy StreamBoundBy::finish(const CriticalPath& cp, std::span<const schedule::
       if (it == call_of_.end() || call_seen[size_t(it->second)]) continue;
       call_seen[size_t(it->second)] = 1;
       const CallRecord& c = calls_[size_t(it->second)];
-      for (const CallFlow& f : c.flows)
+      call_transfers(c, [&](size_t, const core::CallPair&, int32_t routes, double t1) {
         for (size_t k = 0; k < R; ++k)
-          if (k == 0 || c.spanning) add(f.routes, k, c.t0, f.t1);
+          if (k == 0 || c.key.spanning()) add(routes, k, c.t0, t1);
+      });
     }
   }
   std::sort(critical.begin(), critical.end(), [](const Critical& x, const Critical& y) { return x.t0 < y.t0; });

@@ -79,14 +79,11 @@ class StreamBoundBy {
     int64_t k_lo = 0;
     std::deque<OpenCall> calls;
   };
-  struct CallFlow {
-    int32_t routes;
-    double t1;
-  };
-  struct CallRecord {  // a formed call, for the critical path at the end
+  struct CallRecord {  // a formed call, for the critical path at the end: its transfers are made again from it
     double t0 = 0;
-    bool spanning = false;
-    std::vector<CallFlow> flows;  // those with bytes
+    schedule::CallShapeKey key;
+    int group = -1;
+    std::vector<double> ends;  // per member
   };
   // Per rank: the intervals not yet swept, and the sweeps.
   struct RankPhases {
@@ -120,6 +117,9 @@ class StreamBoundBy {
   void pair_up(const schedule::Op& op, double start, double end);
   void join_call(const schedule::Op& op, double start, double end, std::span<const schedule::Group> groups);
   void form_call(const OpenCall& call, const schedule::Group& g, int64_t group, int64_t tag, int64_t k);
+  // Each transfer of a call with bytes: f(pair, route set, t1).
+  template <class F>
+  void call_transfers(const CallRecord& c, F&& f);
   void count_until(double below);
   void count(const Pending& f);
   void sweep(double below);
@@ -134,12 +134,20 @@ class StreamBoundBy {
   core::RouteSets sets_;
   core::CallPairs pairs_;
   std::array<std::array<double, 4>, 2> capped_{};
-  std::vector<uint8_t> slowest_;   // per route: slowest_kind
+  // Per route set, what count() adds a transfer to, in core::link_traffic's
+  // order (replica, then route position): every link of its non-empty routes,
+  // and per replica's route its class and slowest kind (c * 4 + kind).
+  struct SetUse {
+    std::vector<int32_t> links;
+    std::vector<uint8_t> caps;
+  };
+  std::vector<SetUse> set_use_;
   std::vector<char> set_used_;     // per route set: some transfer with bytes named it
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;
   std::map<std::tuple<int, int, int64_t>, std::deque<Half>> sends_, recvs_;
   std::map<std::pair<int, int64_t>, OpenCalls> open_calls_;
   std::vector<CallRecord> calls_;
+  std::vector<std::vector<int>> group_ranks_;  // of the groups calls were formed on
   std::unordered_map<schedule::OpId, int32_t> call_of_;  // collective op -> calls_
   std::vector<RankPhases> phases_;
   std::array<bool, schedule::kPhaseCount> seen_{};

@@ -31,7 +31,8 @@ struct Outcome {
   bool one_replica = false;  // simulated one data-parallel replica for all (exact: EvaluateOptions::symmetry_above_ops)
   // Streamed (docs/engines.md, "Streaming"): the whole step would not fit this
   // machine's memory and the streamed run did (EvaluateOptions::stream); the
-  // figures are the whole run's, the report has no bound_by.
+  // figures are the whole run's, bound_by included (always: a second streamed
+  // run for it would cost more than gathering it in the first).
   bool streamed = false;
   // Empty when the report is a simulated step; else how it was estimated
   // (EvaluateOptions::extrapolate_above_ops): its figures are not a simulation's.

@@ -35,7 +35,7 @@ const std::vector<Metric>& metrics() {
       {"gpus", [](const Outcome& o) { return o.report.gpus; }},
       {"ops", [](const Outcome& o) { return o.ops; }},
       {"generator", [](const Outcome& o) { return o.generator; }},
-      // A streamed point has no bound_by: this says why the cell is empty.
+      // How the point was simulated: whole, or streamed where only that fits (search::simulated_as).
       {"simulated", [](const Outcome& o) { return simulated_as(o); }},
   };
   return m;

@@ -6,7 +6,8 @@
 // started (ZeRO-3's prefetch, a Schedule cut anywhere) the run must refuse
 // rather than answer differently: random cuts of random Schedules either equal
 // the whole run or throw StreamNotExact. The critical path the run traces as
-// ops end is the chain report::critical_chain walks back on the whole run.
+// ops end is the chain report::critical_chain walks back on the whole run, and
+// the bound-by gathered as chunks retire is the whole run's, link for link.
 #include <algorithm>
 #include <random>
 #include <string>
@@ -18,9 +19,12 @@
 #include "sim/cost/cost_model.hpp"
 #include "sim/engine/analytic.hpp"
 #include "sim/engine/stream_run.hpp"
+#include "sim/engine/symmetry.hpp"
 #include "sim/generate/generate.hpp"
 #include "sim/pipeline/pipeline.hpp"
+#include "sim/report/bound_by.hpp"
 #include "sim/report/critical_path.hpp"
+#include "sim/report/stream_bound_by.hpp"
 #include "sim/report/stream_report.hpp"
 #include "sim/schedule/builder.hpp"
 #include "sim/schedule/schedule_error.hpp"
@@ -49,7 +53,29 @@ struct Streamed {
   int retired = 0;
   StreamRun::Stats stats;
   std::optional<std::vector<schedule::PathLink>> chain;
+  std::optional<report::BoundBy> bound_by;  // gathered as chunks retired (with the chain)
 };
+
+// Bound-by figure for figure: every link's sums and unions, the classes, the phases, the verdict.
+void expect_same_bound_by(const report::BoundBy& whole, const report::BoundBy& streamed) {
+  EXPECT_EQ(report::to_json(whole).dump(), report::to_json(streamed).dump());
+  ASSERT_EQ(whole.links.size(), streamed.links.size());
+  for (size_t i = 0; i < whole.links.size(); ++i) {
+    const report::LinkLoad &w = whole.links[i], &s = streamed.links[i];
+    SCOPED_TRACE(w.name);
+    EXPECT_EQ(w.link, s.link);
+    EXPECT_EQ(w.bytes, s.bytes);
+    EXPECT_EQ(w.busy_s, s.busy_s);
+    EXPECT_EQ(w.critical_s, s.critical_s);
+    EXPECT_EQ(w.ring_bytes, s.ring_bytes);
+    EXPECT_EQ(w.ring_busy_s, s.ring_busy_s);
+    ASSERT_EQ(w.phases.size(), s.phases.size());
+    for (size_t p = 0; p < w.phases.size(); ++p) {
+      EXPECT_EQ(w.phases[p].bytes, s.phases[p].bytes);
+      EXPECT_EQ(w.phases[p].busy_s, s.phases[p].busy_s);
+    }
+  }
+}
 
 // The critical path of the whole run, as the report walks it.
 std::vector<schedule::PathLink> whole_chain(const schedule::Schedule& s, const OpTimes& t) {
@@ -70,8 +96,10 @@ Streamed stream(const schedule::Schedule& meta, const std::vector<std::vector<sc
                 const topology::Topology& topo, const cost::CostModel& cost) {
   Streamed out;
   std::vector<std::pair<size_t, double>> safe;  // (ops handed back before, safe_before)
+  report::StreamBoundBy bound_by(meta, topo, cost, &plan_replicated);
   StreamRun run(topo, cost, [&](const RetiredChunk& c) {
     ++out.retired;
+    bound_by.add(c.ops, c.start, c.end, c.groups, c.safe_before);
     for (size_t i = 0; i < c.ops.size(); ++i) {
       EXPECT_EQ(c.ops[i].id, OpId(out.times.start.size()));
       out.times.start.push_back(c.start[i]);
@@ -81,7 +109,14 @@ Streamed stream(const schedule::Schedule& meta, const std::vector<std::vector<sc
   });
   for (size_t k = 0; k < chunks.size(); ++k) run.append(meta, chunks[k], k + 1 == chunks.size());
   out.stats = run.stats();
-  out.chain = run.critical_chain();
+  std::vector<schedule::PathTransfer> transfers;
+  out.chain = run.critical_chain(&transfers);
+  if (out.chain) {
+    double begin = 0, end = 0;
+    for (size_t i = 0; i < out.times.start.size(); ++i)
+      begin = i ? std::min(begin, out.times.start[i]) : out.times.start[i], end = std::max(end, out.times.end[i]);
+    out.bound_by = bound_by.finish(report::critical_path(*out.chain), *out.chain, transfers, end - begin, 1.0);
+  }
   // safe_before holds: no op handed back later started before it (the report's sweep relies on it).
   for (const auto& [from, before] : safe)
     for (size_t i = from; i < out.times.start.size(); ++i)
@@ -186,6 +221,9 @@ void expect_streams_exactly(const std::vector<std::string>& sets, bool one = fal
     EXPECT_EQ(cp.by_kind[k].ops, wcp.by_kind[k].ops);
   }
   EXPECT_GT(cp.length_s, 0.0);
+  ASSERT_TRUE(sr.bound_by.has_value());
+  ASSERT_TRUE(whole_rep.bound_by.has_value());
+  expect_same_bound_by(*whole_rep.bound_by, *sr.bound_by);
 }
 
 TEST(StreamRun, GeneratedStepsStreamExactly) {
@@ -361,8 +399,12 @@ TEST(StreamRun, RandomCutsEqualTheWholeRunOrAreRefused) {
       ++exact;
       // The traced path is the whole walk's, or (where ties of the walk's skipping could matter) none.
       if (st.chain) {
-        expect_same_chain(whole_chain(s, whole), *st.chain);
+        const auto chain = whole_chain(s, whole);
+        expect_same_chain(chain, *st.chain);
         ++traced;
+        const traces::Timeline tl = to_timeline(s, whole, traces::Source::analytic);
+        ASSERT_TRUE(st.bound_by.has_value());
+        expect_same_bound_by(report::bound_by(s, tl, topo, model, report::critical_path(chain), 1.0), *st.bound_by);
       }
       if (n_cuts == 0) {
         EXPECT_EQ(st.stats.chunks, 1);

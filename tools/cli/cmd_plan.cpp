@@ -232,7 +232,7 @@ void run(const Options& o) {
   if (st.one_replica > 0)
     text += fmt::format("{} simulations ran one data-parallel replica for all (exact: --symmetry)\n", st.one_replica);
   if (st.streamed > 0)
-    text += fmt::format("{} simulations were streamed: too large to hold whole in this machine's memory (no bound-by)\n",
+    text += fmt::format("{} simulations were streamed: too large to hold whole in this machine's memory\n",
                         st.streamed);
   if (st.estimated > 0)
     text += fmt::format("{} full steps too large to simulate whole were estimated from steps of 1 and up to 4 layers "

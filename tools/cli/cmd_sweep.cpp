@@ -107,10 +107,8 @@ std::string text_report(const search::Grid& grid, const std::vector<nlohmann::or
       cells.push_back(number(r["exposed_comm_s"], "{:.4g} s"));
       cells.push_back(number(r["idle_s"], "{:.4g} s"));
       cells.push_back((r["memory_oom"] == true ? "OOM " : "") + number(r["memory_peak_GB"], "{:.1f} GB"));
-      const std::string how = search::csv_cell_text(r["simulated"]);
-      const bool was_streamed = how.starts_with("streamed");
-      streamed += was_streamed ? 1 : 0;
-      cells.push_back(was_streamed ? "- (streamed)" : search::csv_cell_text(r["bound_by"]));
+      streamed += search::csv_cell_text(r["simulated"]).starts_with("streamed") ? 1 : 0;
+      cells.push_back(search::csv_cell_text(r["bound_by"]));
     }
     t.row(std::move(cells));
   }
@@ -120,8 +118,8 @@ std::string text_report(const search::Grid& grid, const std::vector<nlohmann::or
                                  rows.size(), grid.axes().size(), engine);
   text += t.str();
   if (streamed > 0)
-    text += fmt::format("\n{} of {} points were streamed (too large to hold whole in this machine's memory): the same "
-                        "figures, but a streamed run gives no bound-by\n",
+    text += fmt::format("\n{} of {} points were streamed: too large to hold whole in this machine's memory, "
+                        "simulated a piece at a time to the same figures\n",
                         streamed, rows.size());
   if (failed > 0) text += fmt::format("\n{} of {} points cannot run:\n{}", failed, rows.size(), errors);
   if (!out.empty()) text += fmt::format("\nrows written to {}\n", out);
