@@ -200,8 +200,9 @@ constexpr int64_t kStreamBytesPerOp = 480;
 // Its bound-by (report/stream_bound_by.hpp) keeps the route of every GPU pair a
 // transfer used, as does the Topology: a rank exchanges with its context, head
 // and tensor group (all-to-alls), its data-parallel group and a few ring peers.
-// ~420 bytes a pair measured (1.05M pairs of a cp = 512 layer: +430 MB of peak RSS).
-constexpr int64_t kStreamRouteBytes = 512;
+// Measured ~200-250 bytes a pair (with the data-parallel shortcut at dp = 4: a
+// cp = 512 layer's 1.05M pairs +200 MB of peak RSS, a cp = 1,024 layer's 4.2M +1.0 GB).
+constexpr int64_t kStreamRouteBytes = 320;
 int64_t stream_route_bytes(const Experiment& e) {
   const Parallel& p = e.parallel;
   const int64_t g = p.world(), pairs = std::min(g * g, g * (p.cp * p.hp * p.tp + p.dp + 8));

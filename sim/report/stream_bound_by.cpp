@@ -27,14 +27,16 @@ StreamBoundBy::StreamBoundBy(const schedule::Schedule& meta, const topology::Top
       rates_(core::link_rates(t, m)),
       ranks_(int(meta.ranks.size())),
       replicas_(std::max(1, meta.symmetry.replicas)),
-      sets_(t, gpus_of(meta), meta.symmetry.replicas, meta.symmetry.ranks_per_replica, tr_),
       pairs_(replicated),
+      gpu_of_rank_(gpus_of(meta)),
+      shift_(meta.symmetry.ranks_per_replica),
       phases_(meta.ranks.size()),
       figures_(meta.ranks.size()) {
   for (const auto& r : meta.ranks) {
     auto& kinds = stream_kind_.emplace_back();
     for (const auto& st : r.streams) kinds.push_back(st.kind == schedule::StreamKind::compute ? 1 : 0);
   }
+  tr_.replicas = replicas_;
   tr_.links = t.links().size();
   tr_.acc.resize(tr_.links);
   for (auto& u : tr_.uses) u.assign(tr_.links, 0);
@@ -83,7 +85,7 @@ void StreamBoundBy::pair_up(const Op& op, double start, double end) {
   const Half& r = send ? other : me;
   if (s.bytes <= 0) return;  // bound_by counts no transfer without bytes
   const double t0 = std::max(s.start, r.start);
-  const int32_t routes = sets_.set(s.rank, r.rank, 0);
+  const int32_t routes = route_set(s.rank, r.rank, 0);
   pending_.push({t0, std::max(t0, std::min(s.end, r.end)), s.bytes, routes, s.phase, s.ring, {0, s.id, 0, 0}});
 }
 
@@ -116,7 +118,7 @@ void StreamBoundBy::call_transfers(const CallRecord& c, F&& f) {
     const core::CallPair& p = pairs[i];
     if (p.bytes <= 0) continue;  // bound_by counts no transfer without bytes
     const double t1 = std::max(c.t0, std::min(c.ends[size_t(p.src)], c.ends[size_t(p.dst % n)]));
-    f(i, p, sets_.set(ranks[size_t(p.src)], ranks[size_t(p.dst % n)], p.dst / n), t1);
+    f(i, p, route_set(ranks[size_t(p.src)], ranks[size_t(p.dst % n)], p.dst / n), t1);
   }
 }
 
@@ -138,6 +140,29 @@ void StreamBoundBy::form_call(const OpenCall& call, const schedule::Group& g, in
   calls_.push_back(std::move(rec));
 }
 
+// A transfer's routes in every replica, as core::RouteSets numbers them.
+int32_t StreamBoundBy::route_set(int src_rank, int dst_rank, int dst_k) {
+  const int R = replicas_;
+  const uint64_t key = (uint64_t(src_rank) * gpu_of_rank_.size() + uint64_t(dst_rank)) * uint64_t(R) + uint64_t(dst_k);
+  if (key == last_key_) return last_set_;  // a rank's consecutive sends mostly go to one peer
+  last_key_ = key;
+  auto [it, fresh] = set_of_.try_emplace(key, int32_t(route_cap_.size() / size_t(R)));
+  if (fresh) {
+    auto gpu = [&](int rank, int k) {
+      const int g = gpu_of_rank_[size_t(rank)];
+      return k == 0 ? g : (g + k * shift_) % (R * shift_);
+    };
+    for (int k = 0; k < R; ++k) {
+      // Computed, not kept by the Topology: the engine never asks for the translates' pairs.
+      const topology::Route r = t_.compute_route(gpu(src_rank, k), gpu(dst_rank, k + dst_k));
+      set_links_.insert(set_links_.end(), r.links.begin(), r.links.end());
+      route_begin_.push_back(set_links_.size());
+      route_cap_.push_back(r.links.empty() ? kEmpty : uint8_t((r.inter_node ? 4 : 0) + core::slowest_kind(r.links, rates_)));
+    }
+  }
+  return last_set_ = it->second;
+}
+
 void StreamBoundBy::count_until(double below) {
   while (!pending_.empty() && pending_.top().t0 < below) {
     count(pending_.top());
@@ -148,21 +173,19 @@ void StreamBoundBy::count_until(double below) {
 // One transfer into every link of its routes, as core::link_traffic counts it.
 void StreamBoundBy::count(const Pending& f) {
   const size_t R = size_t(replicas_), set = size_t(f.routes);
-  if (set_used_.size() <= set) set_used_.resize(set + 1, 0), set_use_.resize(set + 1);
-  SetUse& use = set_use_[set];
-  if (!set_used_[set]) {
-    set_used_[set] = 1;
-    for (size_t k = 0; k < R; ++k) {
-      const core::LinkTraffic::RouteUse& r = tr_.routes[size_t(tr_.route_sets[set * R + k])];
-      if (r.links.empty()) continue;
-      use.caps.push_back(uint8_t((r.inter_node ? 4 : 0) + core::slowest_kind(r.links, rates_)));
-      use.links.insert(use.links.end(), r.links.begin(), r.links.end());
-    }
+  if (set_used_.size() <= set) set_used_.resize(set + 1, 0);
+  set_used_[set] = 1;
+  // Each class and link in the order link_traffic visits them (replica, then
+  // route position): the sums run alike. The set's routes are contiguous.
+  for (size_t k = 0; k < R; ++k) {
+    const uint8_t cap = route_cap_[set * R + k];
+    if (cap != kEmpty) tr_.class_bytes[cap / 4] += f.bytes, capped_[cap / 4][cap % 4] += f.bytes;
   }
-  // Each class and link in the order link_traffic visits them: the sums run alike.
-  for (const uint8_t cap : use.caps) tr_.class_bytes[cap / 4] += f.bytes, capped_[cap / 4][cap % 4] += f.bytes;
   const auto p = size_t(f.phase);
-  for (const int32_t id : use.links) {
+  const int32_t* first = set_links_.data() + route_begin_[set * R];
+  const int32_t* last = set_links_.data() + route_begin_[set * R + R];
+  for (const int32_t* l = first; l != last; ++l) {
+    const int32_t id = *l;
     core::LinkAcc& a = tr_.acc[size_t(id)];
     a.bytes += f.bytes;
     a.phase_bytes[p] += f.bytes;
@@ -252,27 +275,29 @@ BoundBy StreamBoundBy::finish(const CriticalPath& cp, std::span<const schedule::
   for (size_t set = 0; set < set_used_.size(); ++set) {
     if (!set_used_[set]) continue;
     for (size_t k = 0; k < R; ++k) {
-      const auto& r = tr_.routes[size_t(tr_.route_sets[set * R + k])];
-      for (int id : r.links) tr_.uses[r.inter_node ? 1 : 0][size_t(id)] = 1;
+      const size_t route = set * R + k;
+      if (route_cap_[route] == kEmpty) continue;
+      for (uint64_t i = route_begin_[route]; i < route_begin_[route + 1]; ++i)
+        tr_.uses[route_cap_[route] / 4][size_t(set_links_[i])] = 1;
     }
   }
   // Each link's critical time: the union of the critical path's transfers on it
   // (a p2p op's pair; every pair of a call one of whose ops is on it), in start order.
   struct Critical {
     double t0, t1;
-    int32_t route;
+    size_t route;  // set * R + k
   };
   std::vector<Critical> critical;
   auto add = [&](int32_t set, size_t k, double t0, double t1) {
-    const int32_t route = tr_.route_sets[size_t(set) * R + k];
-    if (!tr_.routes[size_t(route)].links.empty()) critical.push_back({t0, t1, route});
+    const size_t route = size_t(set) * R + k;
+    if (route_cap_[route] != kEmpty) critical.push_back({t0, t1, route});
   };
   std::vector<char> call_seen(calls_.size(), 0);
   for (size_t i = 0; i < chain.size(); ++i) {
     const schedule::PathLink& l = chain[i];
     if (schedule::is_p2p(l.kind) && i < transfers.size() && transfers[i].src_rank >= 0) {
       const schedule::PathTransfer& x = transfers[i];
-      add(sets_.set(x.src_rank, x.dst_rank, 0), 0, x.start, std::max(x.start, l.end));
+      add(route_set(x.src_rank, x.dst_rank, 0), 0, x.start, std::max(x.start, l.end));
     } else if (schedule::is_collective(l.kind)) {
       const auto it = call_of_.find(l.op);
       if (it == call_of_.end() || call_seen[size_t(it->second)]) continue;
@@ -286,7 +311,8 @@ BoundBy StreamBoundBy::finish(const CriticalPath& cp, std::span<const schedule::
   }
   std::sort(critical.begin(), critical.end(), [](const Critical& x, const Critical& y) { return x.t0 < y.t0; });
   for (const Critical& c : critical)
-    for (int id : tr_.routes[size_t(c.route)].links) tr_.acc[size_t(id)].critical.add(c.t0, c.t1);
+    for (uint64_t i = route_begin_[c.route]; i < route_begin_[c.route + 1]; ++i)
+      tr_.acc[size_t(set_links_[i])].critical.add(c.t0, c.t1);
   return core::bound_by(tr_, t_, m_, cp, step, step_imbalance);
 }
 

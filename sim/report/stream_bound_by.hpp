@@ -130,18 +130,23 @@ class StreamBoundBy {
   core::LinkRates rates_;
   int ranks_ = 0, replicas_ = 1;
   std::vector<std::vector<signed char>> stream_kind_;  // per rank, per stream: 1 compute, 0 communication
-  core::LinkTraffic tr_;
-  core::RouteSets sets_;
+  core::LinkTraffic tr_;  // its routes stay empty: the route sets below, flat, hold what is read of them
   core::CallPairs pairs_;
   std::array<std::array<double, 4>, 2> capped_{};
-  // Per route set, what count() adds a transfer to, in core::link_traffic's
-  // order (replica, then route position): every link of its non-empty routes,
-  // and per replica's route its class and slowest kind (c * 4 + kind).
-  struct SetUse {
-    std::vector<int32_t> links;
-    std::vector<uint8_t> caps;
-  };
-  std::vector<SetUse> set_use_;
+  // Route sets (core::RouteSets' numbering, kept flat: a context group's
+  // all-to-all names a million GPU pairs): per set and replica k, its route's
+  // links set_links_[route_begin_[s R + k], route_begin_[s R + k + 1]) and what
+  // caps it, class * 4 + slowest kind (kEmpty: no link, a local copy).
+  static constexpr uint8_t kEmpty = 255;
+  int32_t route_set(int src_rank, int dst_rank, int dst_k);
+  std::vector<int> gpu_of_rank_;
+  int shift_ = 0;
+  std::unordered_map<uint64_t, int32_t> set_of_;
+  uint64_t last_key_ = ~uint64_t(0);
+  int32_t last_set_ = -1;
+  std::vector<int32_t> set_links_;
+  std::vector<uint64_t> route_begin_{0};
+  std::vector<uint8_t> route_cap_;
   std::vector<char> set_used_;     // per route set: some transfer with bytes named it
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;
   std::map<std::tuple<int, int, int64_t>, std::deque<Half>> sends_, recvs_;
