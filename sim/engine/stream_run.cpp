@@ -66,7 +66,7 @@ struct Chunk {
   std::vector<Edge> edges;
   int64_t done = 0;
   double min_start = 1e300;  // the earliest start among its ops posted so far
-  size_t size() const { return ops.size(); }
+  size_t size() const { return end.size(); }  // its ops go to the sink when it retires, its ends stay
 };
 
 // A stream: its ops not yet ended, in id order (the front heads the next run to end).
@@ -593,8 +593,9 @@ void StreamRun::Impl::retire() {
     // Ops not yet posted start at now_ or later.
     double safe = now_;
     for (size_t k = 1; k < chunks_.size(); ++k) safe = std::min(safe, chunks_[k].min_start);
-    sink_(RetiredChunk{c.ops, c.start, c.end, safe, groups_});
     retired_below_ = c.base + OpId(c.size());
+    // The ops and starts are handed over; the ends stay for waits that ended now (the graveyard).
+    sink_(RetiredChunk{std::move(c.ops), std::move(c.start), c.end, safe, groups_});
     ops_held_ -= int64_t(c.size());
     if (cached_ == &c) cached_ = nullptr;
     if (!graveyard_.empty() && graveyard_time_ < now_) release_graveyard();

@@ -38,14 +38,15 @@ class StreamNotExact : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A chunk whose ops have all ended, handed back in op order (ids ops[0].id, +1, ...).
+// A chunk whose ops have all ended, handed back in op order (ids ops[0].id, +1, ...):
+// its ops and times are the sink's to keep (the run holds none of them after).
 struct RetiredChunk {
-  std::span<const schedule::Op> ops;
-  std::span<const double> start, end;  // per op, seconds from 0
+  std::vector<schedule::Op> ops;
+  std::vector<double> start, end;      // per op, seconds from 0
   double safe_before = 0;              // every op not yet handed back starts at or after it
-  std::span<const schedule::Group> groups;  // the Schedule's groups so far (every one these ops name)
+  std::span<const schedule::Group> groups;  // the Schedule's groups so far, valid during the call
 };
-using RetireSink = std::function<void(const RetiredChunk&)>;
+using RetireSink = std::function<void(RetiredChunk&&)>;
 
 // A chunk made ready for StreamRun::append without the Schedule it came from, so
 // the generator can run on a thread of its own ahead of the engine: its ops, each

@@ -227,10 +227,11 @@ Footprint estimate_stream_footprint(const Experiment& e, bool one_replica) {
     const int64_t K = c.shapes.empty() ? 1 : c.shapes.front().O * c.shapes.front().I;
     const int64_t outside = std::max<int64_t>(layer - rings, 0) / dp;
     f.ops = 2 * outside + kStreamRingSteps * ((std::max(ring_f, ring_b) / dp + K - 1) / K);
-    f.ops += std::max(kStreamQueueOps, outside);  // queued ahead by a generator on its own thread
+    // Queued ahead by a generator on its own thread, and retired for the report's.
+    f.ops += 2 * std::max(kStreamQueueOps, outside);
   } else {
     f.ops = 2 * layer / dp;
-    f.ops += std::max(kStreamQueueOps, layer / dp);  // queued ahead by a generator on its own thread
+    f.ops += 2 * std::max(kStreamQueueOps, layer / dp);  // the generator's queue and the report's
   }
   f.ops = std::min(f.ops, c.count() / dp);  // never more than the step
   // The report's forward-attention rows: per (layer, ring step) a planned and a measured figure per rank.

@@ -1,10 +1,12 @@
-// The hand-off between a streamed run's generator, on a thread of its own, and
-// the engine on the caller's (Session::simulate_streamed): chunks in order,
-// bounded by the ops queued so that the generator runs ahead by at most
-// generate::kStreamQueueOps ops or one chunk, whichever is more (the memory
-// estimate counts it, generate::estimate_stream_footprint). Either side can stop the other: the
-// generator by failing (its exception goes to the engine's side), the engine by
-// cancelling (the generator's next push throws Cancelled).
+// The hand-offs of a streamed run (Session::simulate_streamed) between its
+// threads: from the generator to the engine (engine::ReadyChunk), and from the
+// engine to the report (retired chunks). Chunks in order, bounded by the ops
+// queued so that the producer runs ahead by at most generate::kStreamQueueOps ops
+// or one chunk, whichever is more (the memory estimate counts both,
+// generate::estimate_stream_footprint). Either side can stop the other: the
+// producer by failing (its exception goes to the consumer), the consumer by
+// cancelling (the producer's next push throws Cancelled). Chunk: any type with
+// a vector `ops`.
 #pragma once
 
 #include <condition_variable>
@@ -20,16 +22,19 @@
 
 namespace rm::pipeline {
 
+struct QueueCancelled {};
+
+template <class Chunk>
 class ChunkQueue {
  public:
-  struct Cancelled {};
+  using Cancelled = QueueCancelled;
   struct Item {
-    engine::ReadyChunk chunk;
+    Chunk chunk;
     bool last = false;
   };
 
-  // Generator side: waits for room; throws Cancelled once the engine side cancelled.
-  void push(engine::ReadyChunk c, bool last) {
+  // Producer side: waits for room; throws Cancelled once the consumer cancelled.
+  void push(Chunk c, bool last) {
     std::unique_lock lock(m_);
     const auto n = int64_t(c.ops.size());
     room_.wait(lock, [&] { return cancelled_ || items_.empty() || queued_ + n <= generate::kStreamQueueOps; });
@@ -38,13 +43,13 @@ class ChunkQueue {
     items_.push_back({std::move(c), last});
     ready_.notify_one();
   }
-  // Generator side: it stopped on an error, which pop rethrows.
+  // Producer side: it stopped on an error, which pop rethrows.
   void fail(std::exception_ptr e) {
     std::lock_guard lock(m_);
     error_ = std::move(e);
     ready_.notify_one();
   }
-  // Engine side: the next chunk, in order; rethrows the generator's error once the chunks before it are taken.
+  // Consumer side: the next chunk, in order; rethrows the producer's error once the chunks before it are taken.
   Item pop() {
     std::unique_lock lock(m_);
     ready_.wait(lock, [&] { return !items_.empty() || error_; });
@@ -55,7 +60,7 @@ class ChunkQueue {
     room_.notify_one();
     return it;
   }
-  // Engine side: stop the generator (its waiting or next push throws Cancelled).
+  // Consumer side: stop the producer (its waiting or next push throws Cancelled).
   void cancel() {
     std::lock_guard lock(m_);
     cancelled_ = true;

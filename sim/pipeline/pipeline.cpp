@@ -265,8 +265,31 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
   auto attempt = [&](bool ring_steps) {
     StreamedSimulation out;
     std::optional<report::StreamReport> rep;
-    engine::StreamRun run(topo, cost, [&](const engine::RetiredChunk& c) {
-      rep->add(c.ops, c.start, c.end, c.safe_before, c.groups);
+    // The report's side: each retired chunk, with the groups added since the one before.
+    struct Retired {
+      std::vector<schedule::Op> ops;
+      std::vector<double> start, end;
+      double safe_before = 0;
+      std::vector<schedule::Group> new_groups;
+    };
+    std::vector<schedule::Group> groups;  // the report's copy of the Schedule's groups
+    auto report = [&](Retired& r) {
+      for (auto& g : r.new_groups) groups.push_back(std::move(g));
+      rep->add(r.ops, r.start, r.end, r.safe_before, groups);
+    };
+    // With a second thread the report runs on a thread of its own too, behind the
+    // engine by a bounded queue: its bound-by costs the engine's thread about a
+    // third more. It takes the same chunks in the same order, so the same report.
+    ChunkQueue<Retired> retired;
+    std::thread reporter;
+    std::exception_ptr report_error;
+    size_t groups_sent = 0;
+    engine::StreamRun run(topo, cost, [&](engine::RetiredChunk&& c) {
+      Retired r{std::move(c.ops), std::move(c.start), std::move(c.end), c.safe_before,
+                {c.groups.begin() + std::ptrdiff_t(groups_sent), c.groups.end()}};
+      groups_sent = c.groups.size();
+      if (reporter.joinable()) retired.push(std::move(r), false);
+      else report(r);
     });
     int64_t ops = 0;
     auto take = [&](engine::ReadyChunk c, bool last) {
@@ -292,7 +315,7 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
     // With a second thread the generator runs on it, ahead of the engine by at
     // most a bounded queue: the same chunks in the same order, so the same run.
     std::thread generator;
-    ChunkQueue queue;
+    ChunkQueue<engine::ReadyChunk> queue;
     if (threads_ > 1) {
       try {
         generator = std::thread([&] {
@@ -300,30 +323,49 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
             bool sent_last = false;
             generate([&](engine::ReadyChunk c, bool last) { queue.push(std::move(c), last), sent_last = last; });
             if (!sent_last) throw std::logic_error("stream: the generator ended without its last chunk");
-          } catch (const ChunkQueue::Cancelled&) {
+          } catch (const QueueCancelled&) {
           } catch (...) {
             queue.fail(std::current_exception());
+          }
+        });
+        reporter = std::thread([&] {
+          try {
+            for (;;) {
+              auto item = retired.pop();
+              if (item.last) return;
+              report(item.chunk);
+            }
+          } catch (const QueueCancelled&) {
+          } catch (...) {
+            report_error = std::current_exception();
+            retired.cancel();  // the engine's next retired chunk stops it
           }
         });
       } catch (const std::system_error&) {  // no thread to be had: one after the other
       }
     }
-    if (!generator.joinable()) {
-      generate(take);
-    } else {
-      try {
+    try {
+      if (!generator.joinable()) {
+        generate(take);
+      } else {
         for (bool last = false; !last;) {
-          ChunkQueue::Item item = queue.pop();
+          auto item = queue.pop();
           last = item.last;
           take(std::move(item.chunk), last);
         }
-      } catch (...) {
-        queue.cancel();
         generator.join();
-        throw;
       }
-      generator.join();
+      if (reporter.joinable()) {
+        retired.push(Retired{}, true);
+        reporter.join();
+      }
+    } catch (...) {
+      if (generator.joinable()) queue.cancel(), generator.join();
+      if (reporter.joinable()) retired.fail(std::make_exception_ptr(QueueCancelled{})), reporter.join();
+      if (report_error) std::rethrow_exception(report_error);
+      throw;
     }
+    if (report_error) std::rethrow_exception(report_error);
     std::vector<schedule::PathTransfer> transfers;
     const auto chain = run.critical_chain(&transfers);
     out.report = rep->finish(chain, transfers);

@@ -71,7 +71,7 @@ struct Memory {
   ~Memory() { ::unsetenv("RINGMASTER_MEMORY_BYTES"); }
 };
 
-// The default step: ~0.6 GB whole, ~0.1 GB streamed (the estimates; it holds less).
+// The default step: ~0.6 GB whole, ~0.2 GB streamed (the estimates; it holds less).
 TEST(CliStream, AutoStreamsWhatDoesNotFitWhole) {
   auto roomy = run_cli("simulate --json");
   ASSERT_EQ(roomy.exit_code, 0) << roomy.err;
@@ -88,7 +88,7 @@ TEST(CliStream, AutoStreamsWhatDoesNotFitWhole) {
   EXPECT_THAT(off.err, HasSubstr("this simulation needs ~0.6 GB"));
   auto traced = run_cli("simulate --trace t.json");
   EXPECT_EQ(traced.exit_code, 2);
-  EXPECT_THAT(traced.err, HasSubstr("a streamed run (--stream on) would need ~0.1 GB"));
+  EXPECT_THAT(traced.err, HasSubstr("a streamed run (--stream on) would need ~0.2 GB"));
 }
 
 // A sweep streams its points that do not fit whole and says so per row.
@@ -113,7 +113,7 @@ TEST(CliStream, StreamedRunsThatDoNotFitAreRefusedAtOnce) {
   Memory m("50000000");
   auto r = run_cli("simulate --stream on");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("this streamed simulation needs ~0.1 GB"));
+  EXPECT_THAT(r.err, HasSubstr("this streamed simulation needs ~0.2 GB"));
   EXPECT_TRUE(r.out.empty());
 }
 
