@@ -213,8 +213,8 @@ void register_simulate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", o->threads,
                   "Threads for one simulation: the per-head pattern work, the report beside the analytic engine, "
-                  "a streamed run's generator and report beside its engine; 0 = the machine's cores, up to 8 (the answer is "
-                  "the same on any count)")
+                  "a streamed run's generator and report beside its engine; 0 = the machine's cores, up to 8 "
+                  "(the answer is the same on any count)")
       ->capture_default_str();
   cmd->callback([o] { run(*o); });
 }
