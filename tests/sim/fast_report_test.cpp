@@ -17,6 +17,7 @@
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/report/report_core.hpp"
 #include "sim/report/step_report.hpp"
+#include "tests/support/bound_by_compare.hpp"
 
 namespace rm::pipeline {
 namespace {
@@ -25,26 +26,7 @@ Experiment load(const std::vector<std::string>& sets) {
   return load_experiment(ConfigStore({std::string(RINGMASTER_SOURCE_DIR) + "/configs"}), "", sets);
 }
 
-// Every field of every link (the JSON keeps the 16 busiest).
-void expect_same_links(const report::BoundBy& a, const report::BoundBy& b) {
-  ASSERT_EQ(a.links.size(), b.links.size());
-  for (size_t i = 0; i < a.links.size(); ++i) {
-    const report::LinkLoad &x = a.links[i], &y = b.links[i];
-    EXPECT_EQ(x.link, y.link);
-    EXPECT_EQ(x.bytes, y.bytes);
-    EXPECT_EQ(x.busy_s, y.busy_s);
-    EXPECT_EQ(x.utilisation, y.utilisation);
-    EXPECT_EQ(x.busy_utilisation, y.busy_utilisation);
-    EXPECT_EQ(x.critical_s, y.critical_s);
-    EXPECT_EQ(x.ring_bytes, y.ring_bytes);
-    EXPECT_EQ(x.ring_busy_s, y.ring_busy_s);
-    ASSERT_EQ(x.phases.size(), y.phases.size());
-    for (size_t p = 0; p < x.phases.size(); ++p) {
-      EXPECT_EQ(x.phases[p].bytes, y.phases[p].bytes);
-      EXPECT_EQ(x.phases[p].busy_s, y.phases[p].busy_s);
-    }
-  }
-}
+using test::expect_same_links;
 
 // One random configuration of the default experiment cut to 2 layers of 8K
 // tokens (some draws are combinations the experiment refuses: the test draws again).

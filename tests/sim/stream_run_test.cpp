@@ -28,6 +28,7 @@
 #include "sim/report/stream_report.hpp"
 #include "sim/schedule/builder.hpp"
 #include "sim/schedule/schedule_error.hpp"
+#include "tests/support/bound_by_compare.hpp"
 #include "tests/support/symmetry_cases.hpp"
 #include "tests/support/synthetic_schedules.hpp"
 
@@ -59,22 +60,7 @@ struct Streamed {
 // Bound-by figure for figure: every link's sums and unions, the classes, the phases, the verdict.
 void expect_same_bound_by(const report::BoundBy& whole, const report::BoundBy& streamed) {
   EXPECT_EQ(report::to_json(whole).dump(), report::to_json(streamed).dump());
-  ASSERT_EQ(whole.links.size(), streamed.links.size());
-  for (size_t i = 0; i < whole.links.size(); ++i) {
-    const report::LinkLoad &w = whole.links[i], &s = streamed.links[i];
-    SCOPED_TRACE(w.name);
-    EXPECT_EQ(w.link, s.link);
-    EXPECT_EQ(w.bytes, s.bytes);
-    EXPECT_EQ(w.busy_s, s.busy_s);
-    EXPECT_EQ(w.critical_s, s.critical_s);
-    EXPECT_EQ(w.ring_bytes, s.ring_bytes);
-    EXPECT_EQ(w.ring_busy_s, s.ring_busy_s);
-    ASSERT_EQ(w.phases.size(), s.phases.size());
-    for (size_t p = 0; p < w.phases.size(); ++p) {
-      EXPECT_EQ(w.phases[p].bytes, s.phases[p].bytes);
-      EXPECT_EQ(w.phases[p].busy_s, s.phases[p].busy_s);
-    }
-  }
+  test::expect_same_links(whole, streamed);
 }
 
 // The critical path of the whole run, as the report walks it.
