@@ -282,37 +282,46 @@ BoundBy StreamBoundBy::finish(const CriticalPath& cp, std::span<const schedule::
     }
   }
   // Each link's critical time: the union of the critical path's transfers on it
-  // (a p2p op's pair; every pair of a call one of whose ops is on it), in start order.
+  // (a p2p op's pair; every pair of a call one of whose ops is on it), in start
+  // order. A call's transfers all start with it: one entry per call, its
+  // transfers made again as it is reached (an all-to-all has n^2 of them).
   struct Critical {
     double t0, t1;
-    size_t route;  // set * R + k
+    int64_t what;  // >= 0: a p2p transfer's route (set * R + k); < 0: call -(what + 1)
   };
   std::vector<Critical> critical;
-  auto add = [&](int32_t set, size_t k, double t0, double t1) {
-    const size_t route = size_t(set) * R + k;
-    if (route_cap_[route] != kEmpty) critical.push_back({t0, t1, route});
-  };
   std::vector<char> call_seen(calls_.size(), 0);
   for (size_t i = 0; i < chain.size(); ++i) {
     const schedule::PathLink& l = chain[i];
     if (schedule::is_p2p(l.kind) && i < transfers.size() && transfers[i].src_rank >= 0) {
       const schedule::PathTransfer& x = transfers[i];
-      add(route_set(x.src_rank, x.dst_rank, 0), 0, x.start, std::max(x.start, l.end));
+      const auto route = int64_t(route_set(x.src_rank, x.dst_rank, 0)) * int64_t(R);
+      if (route_cap_[size_t(route)] != kEmpty) critical.push_back({x.start, std::max(x.start, l.end), route});
     } else if (schedule::is_collective(l.kind)) {
       const auto it = call_of_.find(l.op);
       if (it == call_of_.end() || call_seen[size_t(it->second)]) continue;
       call_seen[size_t(it->second)] = 1;
-      const CallRecord& c = calls_[size_t(it->second)];
-      call_transfers(c, [&](size_t, const core::CallPair&, int32_t routes, double t1) {
-        for (size_t k = 0; k < R; ++k)
-          if (k == 0 || c.key.spanning()) add(routes, k, c.t0, t1);
-      });
+      critical.push_back({calls_[size_t(it->second)].t0, 0, -(int64_t(it->second) + 1)});
     }
   }
+  // Equal starts may come in any order: a union of intervals fed by start is the same.
   std::sort(critical.begin(), critical.end(), [](const Critical& x, const Critical& y) { return x.t0 < y.t0; });
-  for (const Critical& c : critical)
-    for (uint64_t i = route_begin_[c.route]; i < route_begin_[c.route + 1]; ++i)
-      tr_.acc[size_t(set_links_[i])].critical.add(c.t0, c.t1);
+  auto add = [&](size_t route, double t0, double t1) {
+    if (route_cap_[route] == kEmpty) return;
+    for (uint64_t i = route_begin_[route]; i < route_begin_[route + 1]; ++i)
+      tr_.acc[size_t(set_links_[i])].critical.add(t0, t1);
+  };
+  for (const Critical& c : critical) {
+    if (c.what >= 0) {
+      add(size_t(c.what), c.t0, c.t1);
+      continue;
+    }
+    const CallRecord& call = calls_[size_t(-(c.what + 1))];
+    call_transfers(call, [&](size_t, const core::CallPair&, int32_t routes, double t1) {
+      for (size_t k = 0; k < R; ++k)
+        if (k == 0 || call.key.spanning()) add(size_t(routes) * R + k, call.t0, t1);
+    });
+  }
   return core::bound_by(tr_, t_, m_, cp, step, step_imbalance);
 }
 
