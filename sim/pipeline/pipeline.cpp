@@ -7,6 +7,8 @@
 #include <system_error>
 #include <thread>
 
+#include <pthread.h>
+
 #include <fmt/format.h>
 
 #include "sim/cost/cost_model.hpp"
@@ -22,6 +24,12 @@
 #include "sim/topology/topology.hpp"
 
 namespace rm::pipeline {
+
+namespace {
+// Names the calling thread, so that `perf report --sort comm` and `top -H` tell
+// the streamed run's generator, engine and report apart (at most 15 characters).
+void name_this_thread(const char* name) { pthread_setname_np(pthread_self(), name); }
+}  // namespace
 
 void check_kernel_runs(const Experiment& e, const sparsity::SparsityModel& m) {
   if (e.kernel.sparse_index) return;
@@ -319,6 +327,7 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
     if (threads_ > 1) {
       try {
         generator = std::thread([&] {
+          name_this_thread("rm-generate");
           try {
             bool sent_last = false;
             generate([&](engine::ReadyChunk c, bool last) { queue.push(std::move(c), last), sent_last = last; });
@@ -329,6 +338,7 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
           }
         });
         reporter = std::thread([&] {
+          name_this_thread("rm-report");
           try {
             for (;;) {
               auto item = retired.pop();

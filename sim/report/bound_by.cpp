@@ -329,10 +329,22 @@ uint8_t slowest_kind(const std::vector<int>& route, const LinkRates& r) {
   return r.kind_id[size_t(slowest)];
 }
 
+RouteSetIndex::RouteSetIndex(std::vector<int> gpu_of_rank, int replicas, int ranks_per_replica)
+    : gpu_(std::move(gpu_of_rank)), replicas_(std::max(1, replicas)), shift_(ranks_per_replica) {}
+
+std::pair<int32_t, bool> RouteSetIndex::find(int src_rank, int dst_rank, int dst_k) {
+  const uint64_t key = (uint64_t(src_rank) * gpu_.size() + uint64_t(dst_rank)) * uint64_t(replicas_) + uint64_t(dst_k);
+  if (key == last_key_) return {last_, false};
+  last_key_ = key;
+  auto [it, fresh] = set_of_.try_emplace(key, int32_t(set_of_.size()));
+  last_ = it->second;
+  return {last_, fresh};
+}
+
 RouteSets::RouteSets(const topology::Topology& t, std::vector<int> gpu_of_rank, int replicas, int ranks_per_replica,
                      LinkTraffic& tr)
-    : t_(t), gpu_(std::move(gpu_of_rank)), replicas_(std::max(1, replicas)), shift_(ranks_per_replica), tr_(tr) {
-  tr_.replicas = replicas_;
+    : t_(t), index_(std::move(gpu_of_rank), replicas, ranks_per_replica), tr_(tr) {
+  tr_.replicas = index_.replicas();
 }
 
 int32_t RouteSets::route(int a, int b) {
@@ -345,19 +357,13 @@ int32_t RouteSets::route(int a, int b) {
 }
 
 int32_t RouteSets::set(int src_rank, int dst_rank, int dst_k) {
-  const uint64_t key = (uint64_t(src_rank) * gpu_.size() + uint64_t(dst_rank)) * uint64_t(replicas_) + uint64_t(dst_k);
-  if (key == last_key_) return last_;
-  last_key_ = key;
-  auto [it, fresh] = set_of_.try_emplace(key, int32_t(tr_.route_sets.size() / size_t(replicas_)));
-  if (fresh) {
-    // A replica-symmetric Schedule: every transfer also runs in each other replica, on GPUs translated by k replicas.
-    auto gpu = [&](int rank, int k) {
-      const int g = gpu_[size_t(rank)];
-      return k == 0 ? g : (g + k * shift_) % (replicas_ * shift_);
-    };
-    for (int k = 0; k < replicas_; ++k) tr_.route_sets.push_back(route(gpu(src_rank, k), gpu(dst_rank, k + dst_k)));
-  }
-  return last_ = it->second;
+  const auto [set, fresh] = index_.find(src_rank, dst_rank, dst_k);
+  if (fresh)  // a replica-symmetric Schedule: every transfer also runs in each other replica, on translated GPUs
+    for (int k = 0; k < index_.replicas(); ++k) {
+      const auto [a, b] = index_.gpus(src_rank, dst_rank, dst_k, k);
+      tr_.route_sets.push_back(route(a, b));
+    }
+  return set;
 }
 
 const std::vector<CallPair>& CallPairs::of(const schedule::CallShapeKey& key) {

@@ -56,7 +56,11 @@ struct UnionSweep {
     if (open) total += hi - lo;
     lo = x.first, hi = x.second, open = true;
   }
+  // union_length's sum: the pieces' ends added, then their starts taken.
   double length() const { return open ? total + hi - lo : total; }
+  // bound_by's length(merged(...)): each disjoint piece's (hi - lo) added in
+  // turn. The last bit can differ from length(); each form keeps its own.
+  double length_by_pieces() const { return open ? total + (hi - lo) : total; }
 };
 
 // {worker, step} ratios as imbalance.hpp defines them, of the work of `rows`
@@ -139,7 +143,11 @@ struct Run {
     if (open) total += hi - lo;
     lo = a, hi = b, open = true;
   }
+  // union_length's sum: the pieces' ends added, then their starts taken.
   double length() const { return open ? total + hi - lo : total; }
+  // bound_by's length(merged(...)): each disjoint piece's (hi - lo) added in
+  // turn. The last bit can differ from length(); each form keeps its own.
+  double length_by_pieces() const { return open ? total + (hi - lo) : total; }
 };
 
 // One link's transfers: bytes and the unions of their intervals.
@@ -189,10 +197,38 @@ LinkRates link_rates(const topology::Topology& t, const cost::CostModel& m);
 // The kind (kLinkKinds index) of a route's slowest effective link: what caps a transfer on it (first on ties).
 uint8_t slowest_kind(const std::vector<int>& route, const LinkRates& r);
 
-// Routes of the GPU pairs transfers use and their route sets (a transfer's
-// route in every replica), each numbered in first use, into tr.routes and
-// tr.route_sets. gpu_of_rank: replica 0's ranks; replicas and
-// ranks_per_replica: the Schedule's symmetry (1 and any: none).
+// The numbering of route sets, one for both forms of bound_by: a transfer from
+// src_rank to dst_rank's translate dst_k replicas on names one set, its GPU pair's
+// route in every replica; sets are numbered in first use. gpu_of_rank: replica
+// 0's ranks; replicas and ranks_per_replica: the Schedule's symmetry (1 and any:
+// none). Each caller keeps the sets' routes its own way.
+class RouteSetIndex {
+ public:
+  RouteSetIndex(std::vector<int> gpu_of_rank, int replicas, int ranks_per_replica);
+  // The set's number, and whether this call made it (the caller then adds its
+  // routes, replica by replica: gpus(src_rank, dst_rank, dst_k, k) for k < replicas()).
+  std::pair<int32_t, bool> find(int src_rank, int dst_rank, int dst_k);
+  // The (source, destination) GPUs of that transfer in replica k, translated by k replicas.
+  std::pair<int, int> gpus(int src_rank, int dst_rank, int dst_k, int k) const {
+    return {gpu(src_rank, k), gpu(dst_rank, k + dst_k)};
+  }
+  int replicas() const { return replicas_; }
+
+ private:
+  int gpu(int rank, int k) const {
+    const int g = gpu_[size_t(rank)];
+    return k == 0 ? g : (g + k * shift_) % (replicas_ * shift_);
+  }
+  std::vector<int> gpu_;
+  int replicas_, shift_;
+  std::unordered_map<uint64_t, int32_t> set_of_;
+  // A rank's consecutive sends mostly go to one peer: the last set is kept.
+  uint64_t last_key_ = ~uint64_t(0);
+  int32_t last_ = -1;
+};
+
+// Routes of the GPU pairs transfers use and their route sets (RouteSetIndex's
+// numbering), each numbered in first use, into tr.routes and tr.route_sets.
 class RouteSets {
  public:
   RouteSets(const topology::Topology& t, std::vector<int> gpu_of_rank, int replicas, int ranks_per_replica,
@@ -203,13 +239,9 @@ class RouteSets {
  private:
   int32_t route(int src_gpu, int dst_gpu);
   const topology::Topology& t_;
-  std::vector<int> gpu_;
-  int replicas_, shift_;
+  RouteSetIndex index_;
   LinkTraffic& tr_;
-  std::unordered_map<uint64_t, int32_t> route_of_, set_of_;
-  // A rank's consecutive sends mostly go to one peer: the last set is kept.
-  uint64_t last_key_ = ~uint64_t(0);
-  int32_t last_ = -1;
+  std::unordered_map<uint64_t, int32_t> route_of_;
 };
 
 // A collective call's transfers as bound_by counts them: one per (sender,

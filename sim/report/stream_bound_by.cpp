@@ -28,8 +28,7 @@ StreamBoundBy::StreamBoundBy(const schedule::Schedule& meta, const topology::Top
       ranks_(int(meta.ranks.size())),
       replicas_(std::max(1, meta.symmetry.replicas)),
       pairs_(replicated),
-      gpu_of_rank_(gpus_of(meta)),
-      shift_(meta.symmetry.ranks_per_replica),
+      sets_(gpus_of(meta), meta.symmetry.replicas, meta.symmetry.ranks_per_replica),
       phases_(meta.ranks.size()),
       figures_(meta.ranks.size()) {
   for (const auto& r : meta.ranks) {
@@ -140,27 +139,19 @@ void StreamBoundBy::form_call(const OpenCall& call, const schedule::Group& g, in
   calls_.push_back(std::move(rec));
 }
 
-// A transfer's routes in every replica, as core::RouteSets numbers them.
+// A transfer's routes in every replica, numbered as bound_by numbers them.
 int32_t StreamBoundBy::route_set(int src_rank, int dst_rank, int dst_k) {
-  const int R = replicas_;
-  const uint64_t key = (uint64_t(src_rank) * gpu_of_rank_.size() + uint64_t(dst_rank)) * uint64_t(R) + uint64_t(dst_k);
-  if (key == last_key_) return last_set_;  // a rank's consecutive sends mostly go to one peer
-  last_key_ = key;
-  auto [it, fresh] = set_of_.try_emplace(key, int32_t(route_cap_.size() / size_t(R)));
-  if (fresh) {
-    auto gpu = [&](int rank, int k) {
-      const int g = gpu_of_rank_[size_t(rank)];
-      return k == 0 ? g : (g + k * shift_) % (R * shift_);
-    };
-    for (int k = 0; k < R; ++k) {
+  const auto [set, fresh] = sets_.find(src_rank, dst_rank, dst_k);
+  if (fresh)
+    for (int k = 0; k < replicas_; ++k) {
+      const auto [a, b] = sets_.gpus(src_rank, dst_rank, dst_k, k);
       // Computed, not kept by the Topology: the engine never asks for the translates' pairs.
-      const topology::Route r = t_.compute_route(gpu(src_rank, k), gpu(dst_rank, k + dst_k));
+      const topology::Route r = t_.compute_route(a, b);
       set_links_.insert(set_links_.end(), r.links.begin(), r.links.end());
       route_begin_.push_back(set_links_.size());
       route_cap_.push_back(r.links.empty() ? kEmpty : uint8_t((r.inter_node ? 4 : 0) + core::slowest_kind(r.links, rates_)));
     }
-  }
-  return last_set_ = it->second;
+  return set;
 }
 
 void StreamBoundBy::count_until(double below) {
@@ -266,7 +257,7 @@ BoundBy StreamBoundBy::finish(const CriticalPath& cp, std::span<const schedule::
   for (size_t r = 0; r < phases_.size(); ++r)
     for (size_t p = 0; p < schedule::kPhaseCount; ++p) {
       if (phases_[r].phase_comm[p].open) close_comm(r, p);
-      figures_.compute[r][p] = phases_[r].phase_compute[p].length();
+      figures_.compute[r][p] = phases_[r].phase_compute[p].length_by_pieces();
     }
   figures_.seen = seen_;
   tr_.phases = core::phase_bounds(figures_, cp);

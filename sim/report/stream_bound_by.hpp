@@ -90,22 +90,8 @@ class StreamBoundBy {
     std::vector<std::pair<core::Interval, uint8_t>> compute, comm;  // with the op's phase
     std::deque<core::Interval> compute_union;                         // merged so far (the last may grow)
     int64_t union_base = 0;                                           // compute_union[0]'s index
-    // A union's length summed as bound_by's length(merged(...)) sums it: each
-    // disjoint piece's (hi - lo) in turn (UnionSweep adds hi, then takes lo).
-    struct Pieces {
-      double total = 0, lo = 0, hi = 0;
-      bool open = false;
-      void add(const core::Interval& x) {
-        if (open && x.first <= hi) {
-          hi = std::max(hi, x.second);
-          return;
-        }
-        if (open) total += hi - lo;
-        lo = x.first, hi = x.second, open = true;
-      }
-      double length() const { return open ? total + (hi - lo) : total; }
-    };
-    std::array<Pieces, schedule::kPhaseCount> phase_compute;
+    // Read by length_by_pieces(), as bound_by sums a union.
+    std::array<core::UnionSweep, schedule::kPhaseCount> phase_compute;
     struct CommSweep {
       bool open = false;
       double lo = 0, hi = 0;
@@ -139,11 +125,7 @@ class StreamBoundBy {
   // caps it, class * 4 + slowest kind (kEmpty: no link, a local copy).
   static constexpr uint8_t kEmpty = 255;
   int32_t route_set(int src_rank, int dst_rank, int dst_k);
-  std::vector<int> gpu_of_rank_;
-  int shift_ = 0;
-  std::unordered_map<uint64_t, int32_t> set_of_;
-  uint64_t last_key_ = ~uint64_t(0);
-  int32_t last_set_ = -1;
+  core::RouteSetIndex sets_;
   std::vector<int32_t> set_links_;
   std::vector<uint64_t> route_begin_{0};
   std::vector<uint8_t> route_cap_;
