@@ -85,7 +85,7 @@ void StreamBoundBy::pair_up(const Op& op, double start, double end) {
   if (s.bytes <= 0) return;  // bound_by counts no transfer without bytes
   const double t0 = std::max(s.start, r.start);
   const int32_t routes = route_set(s.rank, r.rank, 0);
-  pending_.push({t0, std::max(t0, std::min(s.end, r.end)), s.bytes, routes, s.phase, s.ring, {0, s.id, 0, 0}});
+  pending_.push({t0, std::max(t0, std::min(s.end, r.end)), s.bytes, routes, -1, s.phase, s.ring, {0, s.id, 0}});
 }
 
 void StreamBoundBy::join_call(const Op& op, double start, double end, std::span<const schedule::Group> groups) {
@@ -132,9 +132,7 @@ void StreamBoundBy::form_call(const OpenCall& call, const schedule::Group& g, in
   for (const Member& x : call.members) rec.ends.push_back(x.end);
   if (group_ranks_.size() <= size_t(group)) group_ranks_.resize(size_t(group) + 1);
   if (group_ranks_[size_t(group)].empty()) group_ranks_[size_t(group)] = g.ranks;
-  call_transfers(rec, [&](size_t i, const core::CallPair& p, int32_t routes, double t1) {
-    pending_.push({t0, t1, p.bytes, routes, call.first.phase, call.first.step >= 0, {1 + group, tag, k, int64_t(i)}});
-  });
+  pending_.push({t0, 0, 0, -1, int32_t(calls_.size()), call.first.phase, call.first.step >= 0, {1 + group, tag, k}});
   for (const Member& x : call.members) call_of_[x.id] = int32_t(calls_.size());
   calls_.push_back(std::move(rec));
 }
@@ -161,28 +159,35 @@ void StreamBoundBy::count_until(double below) {
   }
 }
 
-// One transfer into every link of its routes, as core::link_traffic counts it.
 void StreamBoundBy::count(const Pending& f) {
-  const size_t R = size_t(replicas_), set = size_t(f.routes);
+  if (f.call < 0) return count(f.routes, f.t0, f.t1, f.bytes, f.phase, f.ring);
+  call_transfers(calls_[size_t(f.call)], [&](size_t, const core::CallPair& p, int32_t routes, double t1) {
+    count(routes, f.t0, t1, p.bytes, f.phase, f.ring);
+  });
+}
+
+// One transfer into every link of its routes, as core::link_traffic counts it.
+void StreamBoundBy::count(int32_t routes, double t0, double t1, double bytes, schedule::Phase phase, bool ring) {
+  const size_t R = size_t(replicas_), set = size_t(routes);
   if (set_used_.size() <= set) set_used_.resize(set + 1, 0);
   set_used_[set] = 1;
   // Each class and link in the order link_traffic visits them (replica, then
   // route position): the sums run alike. The set's routes are contiguous.
   for (size_t k = 0; k < R; ++k) {
     const uint8_t cap = route_cap_[set * R + k];
-    if (cap != kEmpty) tr_.class_bytes[cap / 4] += f.bytes, capped_[cap / 4][cap % 4] += f.bytes;
+    if (cap != kEmpty) tr_.class_bytes[cap / 4] += bytes, capped_[cap / 4][cap % 4] += bytes;
   }
-  const auto p = size_t(f.phase);
+  const auto p = size_t(phase);
   const int32_t* first = set_links_.data() + route_begin_[set * R];
   const int32_t* last = set_links_.data() + route_begin_[set * R + R];
   for (const int32_t* l = first; l != last; ++l) {
     const int32_t id = *l;
     core::LinkAcc& a = tr_.acc[size_t(id)];
-    a.bytes += f.bytes;
-    a.phase_bytes[p] += f.bytes;
-    a.busy.add(f.t0, f.t1);
-    a.phase_busy[p].add(f.t0, f.t1);
-    if (f.ring) a.ring_bytes += f.bytes, a.ring.add(f.t0, f.t1);
+    a.bytes += bytes;
+    a.phase_bytes[p] += bytes;
+    a.busy.add(t0, t1);
+    a.phase_busy[p].add(t0, t1);
+    if (ring) a.ring_bytes += bytes, a.ring.add(t0, t1);
   }
 }
 

@@ -44,16 +44,20 @@ class StreamBoundBy {
  private:
   // A transfer waiting to be counted, ordered as bound_by orders them: by start,
   // then p2p before collective, p2p by its send's id, calls by (group, tag, k)
-  // (CommMatching's numbering) and pair.
+  // (CommMatching's numbering) and pair. A collective call waits as one entry:
+  // its transfers share its start and their keys differ in the pair only, so no
+  // other transfer falls between them and they are counted together, in pair
+  // order (an all-to-all is n^2 transfers: one heap entry, not n^2).
   struct Pending {
-    double t0, t1, bytes;
-    int32_t routes;
+    double t0, t1, bytes;  // a call: t1 and bytes are its transfers' own
+    int32_t routes;        // a p2p transfer's route set
+    int32_t call;          // a call: its index in calls_; p2p: -1
     schedule::Phase phase;
     bool ring;
-    int64_t order[4];  // p2p: {0, send id, 0, 0}; call: {1 + group, tag, k, pair}
+    int64_t order[3];  // p2p: {0, send id, 0}; call: {1 + group, tag, k}
     bool operator>(const Pending& o) const {
       if (t0 != o.t0) return t0 > o.t0;
-      for (int i = 0; i < 4; ++i)
+      for (int i = 0; i < 3; ++i)
         if (order[i] != o.order[i]) return order[i] > o.order[i];
       return false;
     }
@@ -108,6 +112,7 @@ class StreamBoundBy {
   void call_transfers(const CallRecord& c, F&& f);
   void count_until(double below);
   void count(const Pending& f);
+  void count(int32_t routes, double t0, double t1, double bytes, schedule::Phase phase, bool ring);
   void sweep(double below);
   void close_comm(size_t rank, size_t phase);
 
