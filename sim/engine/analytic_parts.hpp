@@ -256,7 +256,7 @@ class EventCore {
       RouteCost rc{static_cast<int32_t>(route_links_.size()), 0, 0.0};
       std::string why;
       rc.latency_s = append_route(t_, m_, sym_.get(), src, dst, route_links_, route_weights_, why);
-      if (!why.empty()) throw schedule::ScheduleError("the data-parallel shortcut is not exact here: " + why);
+      if (!why.empty()) throw ShortcutNotExact(why);
       rc.link_count = static_cast<int32_t>(route_links_.size()) - rc.link_begin;
       routes_.push_back(rc);
       route_keys_.push_back(key);

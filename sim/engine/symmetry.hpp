@@ -21,9 +21,20 @@
 
 #include "sim/cost/cost_model.hpp"
 #include "sim/schedule/schedule.hpp"
+#include "sim/schedule/schedule_error.hpp"
 #include "sim/topology/topology.hpp"
 
 namespace rm::engine {
+
+// A run under the shortcut met a route whose translates are not its copies: the
+// shortcut is not exact for this Schedule. A streamed run meets it as the route is
+// first used; its caller may run the full step instead (the whole run's path
+// proves the shortcut beforehand, symmetry_refusal).
+struct ShortcutNotExact : schedule::ScheduleError {
+  explicit ShortcutNotExact(const std::string& reason)
+      : schedule::ScheduleError("the data-parallel shortcut is not exact here: " + reason), why(reason) {}
+  std::string why;
+};
 
 // A route of replica 0 folded onto orbit representatives: each link once, with its weight.
 struct FoldedRoute {

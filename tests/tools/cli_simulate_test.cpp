@@ -109,27 +109,61 @@ TEST(CliSimulate, TraceIsChromeJsonAndDeterministic) {
 }
 
 // Without --trace, simulate reports from the engine's op times and builds no
-// Timeline (pipeline::WithTimeline::no); with it, from the Timeline it writes.
-// The printed report must not depend on which: JSON and table, byte for byte.
+// Timeline (pipeline::WithTimeline::no), or (by default, analytic) streams the
+// step; with it, from the Timeline it writes. The printed report must not depend
+// on which: JSON and table, byte for byte, but for the line that says it streamed.
 TEST(CliSimulate, TheReportIsTheSameWithAndWithoutATrace) {
   const auto dir = temp_dir("rm_cli_notrace");
-  for (const std::string& sets :
-       {kSmall, kSmall + " --engine simgrid", kSmall + " --set parallel.partition=stripe --set parallel.ring=hierarchical",
-        std::string(" --set cluster=h200-1x8 --set parallel.cp=4 --set parallel.hp=2 --set workload.seq_len=16k"
-                    " --set model.layers=2 --set scope=step"),
-        std::string(" --set cluster.nodes=2 --set parallel.cp=4 --set parallel.dp=4 --set parallel.zero_stage=3"
-                    " --set workload.seq_len=16k --set model.layers=2 --set scope=step"),
-        // The data-parallel shortcut: one replica simulated, its spanning gradient
-        // collectives planned for every member on both paths.
-        std::string(" --set cluster.nodes=2 --set parallel.cp=4 --set parallel.dp=4 --set parallel.zero_stage=3"
-                    " --set workload.seq_len=16k --set model.layers=2 --set scope=step --symmetry dp"),
-        std::string(" --set cluster.nodes=2 --set parallel.cp=2 --set parallel.dp=8 --set parallel.zero_stage=1"
-                    " --set workload.seq_len=16k --set model.layers=2 --set scope=step --symmetry dp --engine simgrid")}) {
+  // streams: whether the default (--stream auto) streams it.
+  struct Case {
+    std::string sets;
+    bool streams;
+  };
+  for (const auto& [sets, streams] : std::vector<Case>{
+           {kSmall, true},
+           {kSmall + " --engine simgrid", false},
+           {kSmall + " --set parallel.partition=stripe --set parallel.ring=hierarchical", true},
+           {" --set cluster=h200-1x8 --set parallel.cp=4 --set parallel.hp=2 --set workload.seq_len=16k"
+            " --set model.layers=2 --set scope=step",
+            true},
+           {" --set cluster.nodes=2 --set parallel.cp=4 --set parallel.dp=4 --set parallel.zero_stage=3"
+            " --set workload.seq_len=16k --set model.layers=2 --set scope=step",
+            true},
+           // The data-parallel shortcut asked for where it is not exact (replicas
+           // straddle the two nodes, so a route's translates are not its copies): the
+           // streamed run meets such a route as it first uses it and leaves the full
+           // step to the whole run, which refuses the shortcut before it starts: the
+           // same output as --stream off.
+           {" --set cluster.nodes=2 --set parallel.cp=4 --set parallel.dp=4 --set parallel.zero_stage=3"
+            " --set workload.seq_len=16k --set model.layers=2 --set scope=step --symmetry dp",
+            false},
+           {" --set cluster.nodes=2 --set parallel.cp=2 --set parallel.dp=8 --set parallel.zero_stage=1"
+            " --set workload.seq_len=16k --set model.layers=2 --set scope=step --symmetry dp",
+            false},
+           // The shortcut where it holds (a replica per node): one replica simulated, its
+           // spanning gradient collectives planned for every member on every path.
+           {" --set workload.seq_len=16k --set model.layers=2 --set scope=step --set parallel.dp=4"
+            " --set parallel.cp=8 --symmetry dp",
+            true},
+           {" --set cluster.nodes=2 --set parallel.cp=2 --set parallel.dp=8 --set parallel.zero_stage=1"
+            " --set workload.seq_len=16k --set model.layers=2 --set scope=step --symmetry dp --engine simgrid",
+            false}}) {
     for (const std::string& form : {std::string(" --json"), std::string("")}) {
-      const auto plain = run_cli("simulate" + form + sets, dir.string());
+      const auto plain = run_cli("simulate --stream off" + form + sets, dir.string());
       const auto traced = run_cli("simulate" + form + sets + " --trace t.json", dir.string());
+      auto streamed = run_cli("simulate" + form + sets, dir.string());
       ASSERT_EQ(plain.exit_code, 0) << sets << ": " << plain.err;
       ASSERT_EQ(traced.exit_code, 0) << sets << ": " << traced.err;
+      ASSERT_EQ(streamed.exit_code, 0) << sets << ": " << streamed.err;
+      if (form.empty()) {
+        const auto at = streamed.out.find("\nstreamed: generated and simulated in ");
+        ASSERT_EQ(at != std::string::npos, streams) << sets;
+        if (streams) streamed.out.erase(at + 1, streamed.out.find("\n\n", at + 1) - at + 1);
+      } else {
+        auto j = nlohmann::json::parse(streamed.out);
+        ASSERT_EQ(j.erase("streamed"), streams ? 1u : 0u) << sets;
+        streamed.out = j.dump(2) + "\n";
+      }
       std::string expect = traced.out;
       if (form.empty()) {  // the table's last line names the trace file
         const auto at = expect.find("\nTimeline written to");
@@ -141,6 +175,7 @@ TEST(CliSimulate, TheReportIsTheSameWithAndWithoutATrace) {
         expect = j.dump(2) + "\n";
       }
       EXPECT_TRUE(plain.out == expect) << sets << form;  // (not EXPECT_EQ: the outputs are long)
+      EXPECT_TRUE(streamed.out == expect) << sets << form << " (streamed)";
     }
   }
   std::filesystem::remove_all(dir);

@@ -1,7 +1,8 @@
 // `ringmaster simulate --stream` (docs/engines.md, "Streaming"): the streamed
 // run's figures equal the whole run's, with its line and JSON field; `auto`
-// streams where the whole step does not fit and the streamed run does; what a
-// streamed run cannot give is refused in one line (exit code 2).
+// streams wherever a streamed run can answer and fits, and builds the whole step
+// only for what needs it; what a streamed run cannot give is refused in one line
+// (exit code 2).
 #include <cstdlib>
 #include <string>
 
@@ -51,6 +52,22 @@ TEST(CliStream, StreamedFiguresAreTheWholeRuns) {
   EXPECT_THAT(text.out, Not(HasSubstr("not traced")));
 }
 
+// --symmetry dp where the shortcut is not exact (replicas straddle the nodes): the
+// whole run refuses it before it starts; a streamed run meets a route that does not
+// translate as it first uses it, and then streams the full step: the same figures.
+TEST(CliStream, AShortcutThatDoesNotHoldStreamsTheFullStep) {
+  const std::string sets = kSmall + " --set cluster.nodes=2 --set parallel.cp=2 --set parallel.dp=8 --symmetry dp";
+  auto whole = run_cli("simulate --json --stream off" + sets);
+  auto streamed = run_cli("simulate --json --stream on" + sets);
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
+  const auto jw = nlohmann::json::parse(whole.out), js = nlohmann::json::parse(streamed.out);
+  expect_same_figures(jw, js);
+  EXPECT_EQ(js["symmetry"]["replicas_simulated"], 8);
+  EXPECT_THAT(js["symmetry"]["note"].get<std::string>(), HasSubstr("the full step: the data-parallel shortcut does not apply: route"));
+  EXPECT_GT(js["streamed"]["chunks"].get<int>(), 2);
+}
+
 // --threads changes who does the work, not the answer: a streamed run's generator
 // on a thread of its own gives what one thread gives, byte for byte.
 TEST(CliStream, TheThreadCountChangesNothing) {
@@ -72,15 +89,27 @@ struct Memory {
 };
 
 // The default step: ~0.6 GB whole, ~0.2 GB streamed (the estimates; it holds less).
-TEST(CliStream, AutoStreamsWhatDoesNotFitWhole) {
+TEST(CliStream, AutoStreamsWhereverItCan) {
+  auto whole = run_cli("simulate --json --stream off");
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  const auto jw = nlohmann::json::parse(whole.out);
+  EXPECT_FALSE(jw.contains("streamed"));
+  // Room for both: streamed anyway, the same figures, and it says why.
   auto roomy = run_cli("simulate --json");
   ASSERT_EQ(roomy.exit_code, 0) << roomy.err;
-  EXPECT_FALSE(nlohmann::json::parse(roomy.out).contains("streamed"));
+  const auto jr = nlohmann::json::parse(roomy.out);
+  expect_same_figures(jw, jr);
+  EXPECT_GT(jr["streamed"]["chunks"].get<int>(), 2);
+  EXPECT_THAT(jr["streamed"]["note"].get<std::string>(), HasSubstr("the whole run's figures in less time and memory"));
+  // What only the whole run gives is still given: SimGrid runs the whole step.
+  auto simgrid = run_cli("simulate --json --engine simgrid" + kSmall);
+  ASSERT_EQ(simgrid.exit_code, 0) << simgrid.err;
+  EXPECT_FALSE(nlohmann::json::parse(simgrid.out).contains("streamed"));
   Memory m("300000000");
   auto tight = run_cli("simulate --json");
   ASSERT_EQ(tight.exit_code, 0) << tight.err;
   const auto jt = nlohmann::json::parse(tight.out);
-  expect_same_figures(nlohmann::json::parse(roomy.out), jt);
+  expect_same_figures(jw, jt);
   EXPECT_THAT(jt["streamed"]["note"].get<std::string>(), HasSubstr("the whole step needs ~0.6 GB"));
   // Not streamed: the whole run's refusal, saying what streaming would need.
   auto off = run_cli("simulate --stream off");

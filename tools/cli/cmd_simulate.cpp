@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/config/parallel_for.hpp"
+#include "sim/engine/symmetry.hpp"
 #include "sim/generate/footprint.hpp"
 #include "sim/generate/generate.hpp"
 #include "sim/pipeline/pipeline.hpp"
@@ -126,36 +127,56 @@ void run(const Options& o) {
                      : "the full step: the data-parallel shortcut does not apply: " + why_not;
     };
     const bool try_one = o.symmetry == "dp" && (symmetry_line = generate::replica_refusal(e, session.topology(e))).empty();
-    // Streaming (docs/engines.md, "Streaming"): asked for, or (auto) when the whole
-    // step will not fit in this machine's memory and a streamed run will.
+    // Streaming (docs/engines.md, "Streaming"): asked for, or (auto) wherever it can
+    // run and fits: it gives the whole run's figures to the last bit, in less time
+    // and memory (the whole step is built only for --trace, SimGrid or --stream off).
     const auto whole = generate::estimate_footprint(e, generate::RunKind::simulate, try_one);
     const auto window = generate::estimate_stream_footprint(e, try_one);
     const int64_t have = generate::machine_memory_bytes();
     if (o.stream == "on") streamed.used = true, streamed.why = "asked for (--stream on)";
-    else if (o.stream == "auto" && can_stream && whole.bytes > have && window.bytes <= have)
-      streamed.used = true, streamed.why = fmt::format("the whole step needs ~{:.1f} GB ({} ops), this machine has {:.1f} GB",
-                                                       double(whole.bytes) / 1e9, whole.ops, double(have) / 1e9);
+    else if (o.stream == "auto" && can_stream && window.bytes <= have)
+      streamed.used = true,
+      streamed.why = whole.bytes > have
+                         ? fmt::format("the whole step needs ~{:.1f} GB ({} ops), this machine has {:.1f} GB",
+                                       double(whole.bytes) / 1e9, whole.ops, double(have) / 1e9)
+                         : "the whole run's figures in less time and memory; --stream off builds the whole step";
     if (!streamed.used && whole.bytes > have && window.bytes <= have && o.stream != "off")
       throw ConfigError(fmt::format("this simulation needs ~{:.1f} GB ({} ops), this machine has {:.1f} GB; a streamed "
                                     "run (--stream on) would need ~{:.1f} GB but takes no --trace, no --schedule and "
                                     "only the analytic engine",
                                     double(whole.bytes) / 1e9, whole.ops, double(have) / 1e9, double(window.bytes) / 1e9));
-    if (streamed.used) {
-      generate::check_fits(window, "this streamed simulation");
+    // under_shortcut: one replica. A route whose translates are not its copies, met as it
+    // is first used, leaves the full step: whole where auto and it fits (the whole
+    // path proves and refuses the shortcut first, as --stream off does), else streamed.
+    for (bool under_shortcut = try_one; streamed.used;) {
+      generate::check_fits(under_shortcut == try_one ? window : generate::estimate_stream_footprint(e, false),
+                           "this streamed simulation");
       progress.update("building the sparsity pattern", 0, 3);
       session.patterns(e);
-      const int64_t total = try_one ? generate::count_replica_ops(e) : generate::count_step_ops(e);
+      const int64_t total = under_shortcut ? generate::count_replica_ops(e) : generate::count_step_ops(e);
       try {
         progress.update("generating and simulating, streamed", 1, 3);
         PointProgress bar("streamed: generated and simulated", !o.exp.json, std::chrono::seconds(10), "ops");
-        auto run = session.simulate_streamed(e, try_one, [&](int64_t ops) { bar.update(ops, total); });
+        auto run = session.simulate_streamed(e, under_shortcut, [&](int64_t ops) { bar.update(ops, total); });
+        // A path the streamed run could not tell apart from ties: the whole run traces it, where that fits.
+        if (!run.report.critical_path_traced && o.stream == "auto" && whole.bytes <= have) {
+          streamed = {false, "the streamed run could not trace the critical path (so it ran whole)", {}};
+          break;
+        }
         streamed.stats = run.stats;
-        symmetry_line = symmetry_note(try_one, symmetry_line);
-        print_report(o, e, run.report, run.generator, run.stats.ops, run.ranks, try_one, symmetry_line, streamed);
+        symmetry_line = symmetry_note(under_shortcut, symmetry_line);
+        print_report(o, e, run.report, run.generator, run.stats.ops, run.ranks, under_shortcut, symmetry_line, streamed);
         return;
       } catch (const engine::StreamNotExact& x) {
         if (o.stream == "on" || whole.bytes > have) throw ConfigError(x.what());
         streamed = {false, std::string(x.what()) + " (so it was)", {}};
+      } catch (const engine::ShortcutNotExact& x) {
+        if (!under_shortcut) throw;
+        if (o.stream == "auto" && generate::estimate_footprint(e, generate::RunKind::simulate).bytes <= have) {
+          streamed = {};
+          break;
+        }
+        under_shortcut = false, symmetry_line = x.why;
       }
     }
     if (try_one) {  // the data-parallel shortcut (docs/engines.md, "Replica symmetry")
@@ -207,9 +228,9 @@ void register_simulate(CLI::App& app) {
                   "else the full step with a line saying why")
       ->capture_default_str();
   cmd->add_option("--stream", o->stream,
-                  "on: generate and simulate the step a layer at a time, holding only the ops in flight (analytic "
-                  "engine, same op times and critical path; no bound-by); auto: when the whole step would not fit "
-                  "in memory; off: never")
+                  "on: generate and simulate the step a piece at a time, holding only the ops in flight (analytic "
+                  "engine; every figure the whole run's, bound-by and critical path included); auto: wherever it "
+                  "can (no --trace, no --schedule, the analytic engine) and fits in memory; off: never")
       ->capture_default_str();
   cmd->add_option("--threads", o->threads,
                   "Threads for one simulation: the per-head pattern work, the report beside the analytic engine, "
