@@ -279,14 +279,20 @@ int main(int argc, char** argv) {
     schedule_read_row(bin);
     return 0;
   }
+  // `ringmaster simulate` as a user runs it: analytic, streamed where it can (--stream auto);
+  // the whole run beside it (--stream off: the Schedule built, as --trace and SimGrid need).
   simulate_case(bin, "default step, analytic (ringmaster simulate)", {}, 1.0, 120);
-  simulate_case(bin, "  the same, streamed (--stream on)", {"--stream", "on"}, 0, 120);
-  simulate_case(bin, "  the same, streamed on one thread (--threads 1)", {"--stream", "on", "--threads", "1"}, 0, 120);
+  simulate_case(bin, "  the same, whole (--stream off)", {"--stream", "off"}, 0, 120);
+  simulate_case(bin, "  the same, streamed on one thread (--threads 1)", {"--threads", "1"}, 0, 120);
   simulate_case(bin, "default step, simgrid", {"--engine", "simgrid"}, 3.0, 300);
   simulate_case(bin, "default at 4M tokens, analytic", {"--set", "workload.seq_len=4m"}, 2.0, 300);
+  simulate_case(bin, "  the same, whole (--stream off)", {"--set", "workload.seq_len=4m", "--stream", "off"}, 0, 300);
   const std::vector<std::string> cp512{"--set", "cluster.nodes=64", "--set", "parallel.cp=512", "--set",
                                        "scope=attention_fwd"};
   simulate_case(bin, "fwd attention layer, stripe, cp=512 on 64 nodes, analytic", cp512, 2.0, 300);
+  auto cp512_whole = cp512;
+  cp512_whole.insert(cp512_whole.end(), {"--stream", "off"});
+  simulate_case(bin, "  the same, whole (--stream off)", cp512_whole, 0, 300);
   if (!quick) {
     auto sg = cp512;
     sg.insert(sg.end(), {"--engine", "simgrid"});
@@ -299,10 +305,11 @@ int main(int argc, char** argv) {
     a1.insert(a1.end(), {"--symmetry", "dp"});
     simulate_case(bin, "4,096 GPUs, 4M, dp=32 x cp=128 step, analytic, --symmetry dp", a1, 60, 600, 8);
     auto a2 = a1;
-    a2.insert(a2.end(), {"--stream", "on"});
-    simulate_case(bin, "  the same, streamed (--stream on)", a2, 0, 600);
-    a2.insert(a2.end(), {"--threads", "1"});
-    simulate_case(bin, "  the same, streamed on one thread (--threads 1)", a2, 0, 600);
+    a2.insert(a2.end(), {"--stream", "off"});
+    simulate_case(bin, "  the same, whole (--stream off)", a2, 0, 600);
+    auto a3 = a1;
+    a3.insert(a3.end(), {"--threads", "1"});
+    simulate_case(bin, "  the same, streamed on one thread (--threads 1)", a3, 0, 600);
     // Streamed (--stream auto): the whole step would need ~474 GB (docs/engines.md, "Streaming").
     b1.insert(b1.end(), {"--set", "parallel.dp=4", "--set", "parallel.cp=1024", "--symmetry", "dp"});
     simulate_case(bin, "4,096 GPUs, 4M, dp=4 x cp=1024 step, analytic, --symmetry dp", b1, 60, 3600, 8);
