@@ -29,15 +29,21 @@ void expect_same_figures(const nlohmann::json& whole, const nlohmann::json& stre
   EXPECT_TRUE(streamed["bound_by"].is_object());
 }
 
+// `simulate --json` of sets run whole (--stream off) and streamed (--stream on); both must succeed.
+void run_whole_and_streamed(const std::string& sets, nlohmann::json& whole, nlohmann::json& streamed) {
+  auto w = run_cli("simulate --json --stream off" + sets);
+  auto s = run_cli("simulate --json --stream on" + sets);
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  whole = nlohmann::json::parse(w.out), streamed = nlohmann::json::parse(s.out);
+}
+
 TEST(CliStream, StreamedFiguresAreTheWholeRuns) {
   for (const std::string& sets : {kSmall, kSmall + " --set parallel.dp=2 --set parallel.cp=8 --set parallel.hp=2",
                                   kSmall + " --set parallel.dp=4 --set parallel.cp=8 --symmetry dp"}) {
     SCOPED_TRACE(sets);
-    auto whole = run_cli("simulate --json --stream off" + sets);
-    auto streamed = run_cli("simulate --json --stream on" + sets);
-    ASSERT_EQ(whole.exit_code, 0) << whole.err;
-    ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
-    const auto jw = nlohmann::json::parse(whole.out), js = nlohmann::json::parse(streamed.out);
+    nlohmann::json jw, js;
+    ASSERT_NO_FATAL_FAILURE(run_whole_and_streamed(sets, jw, js));
     expect_same_figures(jw, js);
     EXPECT_FALSE(jw.contains("streamed"));
     EXPECT_GT(js["streamed"]["chunks"].get<int>(), 2);
@@ -57,11 +63,8 @@ TEST(CliStream, StreamedFiguresAreTheWholeRuns) {
 // translate as it first uses it, and then streams the full step: the same figures.
 TEST(CliStream, AShortcutThatDoesNotHoldStreamsTheFullStep) {
   const std::string sets = kSmall + " --set cluster.nodes=2 --set parallel.cp=2 --set parallel.dp=8 --symmetry dp";
-  auto whole = run_cli("simulate --json --stream off" + sets);
-  auto streamed = run_cli("simulate --json --stream on" + sets);
-  ASSERT_EQ(whole.exit_code, 0) << whole.err;
-  ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
-  const auto jw = nlohmann::json::parse(whole.out), js = nlohmann::json::parse(streamed.out);
+  nlohmann::json jw, js;
+  ASSERT_NO_FATAL_FAILURE(run_whole_and_streamed(sets, jw, js));
   expect_same_figures(jw, js);
   EXPECT_EQ(js["symmetry"]["replicas_simulated"], 8);
   EXPECT_THAT(js["symmetry"]["note"].get<std::string>(), HasSubstr("the full step: the data-parallel shortcut does not apply: route"));
