@@ -19,6 +19,7 @@
 #include "sim/engine/engine.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/schedule/schedule_file.hpp"
+#include "tools/cli/allocator_tuning.hpp"
 
 namespace {
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -27,6 +28,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rm::cli::back_heap_with_huge_pages(argv);  // as the ringmaster executable runs
   bool simgrid = true;
   std::vector<std::string> sets;
   for (int i = 1; i < argc; ++i) {

@@ -33,6 +33,7 @@
 #include "sim/schedule/run_driver.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "tests/support/synthetic_schedules.hpp"
+#include "tools/cli/allocator_tuning.hpp"
 
 namespace {
 
@@ -194,6 +195,7 @@ void scale_table(const std::string& ringmaster, int64_t max_ops, const std::stri
 }  // namespace
 
 int main(int argc, char** argv) {
+  rm::cli::back_heap_with_huge_pages(argv);  // as the ringmaster executable runs
   int64_t max_ops = 20'000'000;
   bool scale = true;
   std::string ring_file;

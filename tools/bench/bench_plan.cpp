@@ -27,9 +27,10 @@
 
 #include "sim/config/experiment.hpp"
 #include "sim/search/plan.hpp"
-#include "tools/cli/keep_freed_memory.hpp"
+#include "tools/cli/allocator_tuning.hpp"
 
 int main(int argc, char** argv) {
+  rm::cli::back_heap_with_huge_pages(argv);  // as the ringmaster executable runs
   rm::cli::keep_freed_memory();  // as `ringmaster plan` runs
   std::vector<std::string> sets;
   rm::search::PlanOptions o;

@@ -19,7 +19,7 @@
 
 #include "sim/search/evaluate.hpp"
 #include "sim/search/grid.hpp"
-#include "tools/cli/keep_freed_memory.hpp"
+#include "tools/cli/allocator_tuning.hpp"
 
 namespace {
 
@@ -32,6 +32,7 @@ double cpu_seconds() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rm::cli::back_heap_with_huge_pages(argv);  // as the ringmaster executable runs
   int64_t want = 1000;
   int jobs = 0;
   std::vector<std::string> sets;

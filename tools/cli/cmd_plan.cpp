@@ -18,7 +18,7 @@
 #include "sim/report/bound_by.hpp"
 #include "sim/search/plan.hpp"
 #include "tools/cli/cli_common.hpp"
-#include "tools/cli/keep_freed_memory.hpp"
+#include "tools/cli/allocator_tuning.hpp"
 
 
 namespace rm::cli {

@@ -16,7 +16,7 @@
 #include "sim/schedule/schedule_file.hpp"
 #include "traces/chrome_trace.hpp"
 #include "tools/cli/cli_common.hpp"
-#include "tools/cli/keep_freed_memory.hpp"
+#include "tools/cli/allocator_tuning.hpp"
 
 namespace rm::cli {
 
@@ -85,6 +85,7 @@ void print_report(const Options& o, const Experiment& e, const report::StepRepor
 
 void run(const Options& o) {
   keep_freed_memory();
+  one_heap_for_all_threads();
   const auto kind = engine::parse_engine_kind(o.engine);
   if (!kind) throw ConfigError(fmt::format("--engine: expected analytic or simgrid, got \"{}\"", o.engine));
   if (!o.schedule_file.empty() && (!o.exp.file.empty() || !o.exp.sets.empty()))

@@ -16,7 +16,7 @@
 #include "sim/search/sweep_table.hpp"
 #include "traces/text_file.hpp"
 #include "tools/cli/cli_common.hpp"
-#include "tools/cli/keep_freed_memory.hpp"
+#include "tools/cli/allocator_tuning.hpp"
 #include "tools/cli/mpi_world.hpp"
 
 namespace rm::cli {

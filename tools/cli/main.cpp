@@ -9,10 +9,12 @@
 #include <CLI/CLI.hpp>
 
 #include "sim/config/json_reader.hpp"
+#include "tools/cli/allocator_tuning.hpp"
 #include "tools/cli/cli_common.hpp"
 #include "tools/cli/version.hpp"
 
 int main(int argc, char** argv) {
+  rm::cli::back_heap_with_huge_pages(argv);  // may re-execute this program once
   CLI::App app{"ringmaster: which placement and ring schedule is fastest for long-context attention on a GPU "
                "cluster, how fast, and why"};
   app.require_subcommand(1);
