@@ -260,18 +260,20 @@ void schedule_read_row(const std::string& bin) {
 
 int main(int argc, char** argv) {
   rm::cli::back_heap_with_huge_pages(argv);  // as the ringmaster executable runs
-  bool quick = false, full = false, ring_only = false;
+  rm::cli::keep_freed_memory();              // as `ringmaster simulate` runs (the engine rows run in process)
+  bool quick = false, full = false, ring_only = false, engine_only = false;
   std::string bin = (std::filesystem::path(argv[0]).parent_path() / "ringmaster").string();
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--full")) full = true;
     else if (!std::strcmp(argv[i], "--bin") && i + 1 < argc) bin = argv[++i];
     else if (!std::strcmp(argv[i], "--ring-only")) ring_only = true;
+    else if (!std::strcmp(argv[i], "--engine-only")) engine_only = true;  // to profile the engine rows alone
     else if (!std::strcmp(argv[i], "--write-ring") && i + 1 < argc) {
       rm::schedule::write_schedule(ring_file_schedule(), argv[++i]);  // to profile the row's child by hand
       return 0;
     } else {
-      std::fprintf(stderr, "usage: bench_scale [--quick] [--full] [--ring-only] [--write-ring PATH] [--bin PATH/ringmaster]\n");
+      std::fprintf(stderr, "usage: bench_scale [--quick] [--full] [--ring-only] [--engine-only] [--write-ring PATH] [--bin PATH/ringmaster]\n");
       return 2;
     }
   }
@@ -279,6 +281,10 @@ int main(int argc, char** argv) {
   if (ring_only) {
     ring_file_row(bin);
     schedule_read_row(bin);
+    return 0;
+  }
+  if (engine_only) {
+    engine_rows();
     return 0;
   }
   // `ringmaster simulate` as a user runs it: analytic, streamed where it can (--stream auto);
