@@ -2,6 +2,9 @@
 
 #include <sys/wait.h>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -302,6 +305,12 @@ void write_all(int fd, const void* data, size_t size) {
 
 void child(int fd, const schedule::Schedule& s, const schedule::RunPlan& plan, const topology::Topology& t,
            const cost::CostModel& m, bool reference, const FixedDurations* fixed) {
+#if defined(__GLIBC__)
+  // The heap's free pages are the parent's until written: each first write
+  // would copy a 4 KB page (copy-on-write splits huge pages too). Handed back
+  // first, they fault in as fresh zero pages instead.
+  malloc_trim(0);
+#endif
   char status = 'o';
   std::string message;
   OpTimes times;
