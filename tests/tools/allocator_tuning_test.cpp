@@ -44,14 +44,10 @@ TEST(AllocatorTuning, ReexecutesOnceWithTheHeapTunableSet) {
     const char* t = std::getenv("GLIBC_TUNABLES");
     _exit(t != nullptr && std::string_view(t) == rm::cli::kHugePageTunables ? 0 : kWrongTunables);
   }
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+  if (!rm::cli::kGlibcHasHugePageTunable) GTEST_SKIP() << "this glibc has no malloc.hugetlb tunable";
   if (!rm::cli::transparent_huge_pages_on()) GTEST_SKIP() << "the kernel's transparent huge pages are off";
-  if (const char* p = std::getenv("LD_PRELOAD"); p != nullptr && std::string_view(p).find("vgpreload") != std::string_view::npos)
-    GTEST_SKIP() << "under valgrind, which the function does not re-execute";
+  if (rm::cli::under_valgrind()) GTEST_SKIP() << "under valgrind, which the function does not re-execute";
   EXPECT_EQ(run_child(nullptr, "AllocatorTuning.ReexecutesOnceWithTheHeapTunableSet"), 0);
-#else
-  GTEST_SKIP() << "this glibc has no malloc.hugetlb tunable";
-#endif
 }
 
 TEST(AllocatorTuning, LeavesTunablesTheUserSetAlone) {

@@ -44,6 +44,19 @@ inline void one_heap_for_all_threads() {
 // The value the heap tunable is given; a test reads it back from a child.
 inline constexpr const char* kHugePageTunables = "glibc.malloc.hugetlb=1";
 
+// Whether this glibc knows the tunable (glibc.malloc.hugetlb came in 2.35).
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+inline constexpr bool kGlibcHasHugePageTunable = true;
+#else
+inline constexpr bool kGlibcHasHugePageTunable = false;
+#endif
+
+// Whether the program runs under valgrind, whose exec'd child would run unchecked.
+inline bool under_valgrind() {
+  const char* preload = std::getenv("LD_PRELOAD");
+  return preload != nullptr && std::strstr(preload, "vgpreload") != nullptr;
+}
+
 // Whether the kernel hands out transparent huge pages to a region that asks
 // (its mode is "always" or "madvise", not "never").
 inline bool transparent_huge_pages_on() {
@@ -62,13 +75,12 @@ inline bool transparent_huge_pages_on() {
 // Call first thing in main; it returns only where it does not re-execute:
 // GLIBC_TUNABLES already set (the user's choice, empty to opt out, or ours
 // after the exec), a glibc without the tunable, the kernel's huge pages off,
-// or a run under valgrind (whose exec'd child would run unchecked).
+// or a run under valgrind.
 inline void back_heap_with_huge_pages([[maybe_unused]] char** argv) {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
-  if (std::getenv("GLIBC_TUNABLES") != nullptr) return;
-  if (const char* preload = std::getenv("LD_PRELOAD"); preload != nullptr && std::strstr(preload, "vgpreload"))
+#if defined(__GLIBC__)
+  if (!kGlibcHasHugePageTunable || std::getenv("GLIBC_TUNABLES") != nullptr || under_valgrind() ||
+      !transparent_huge_pages_on())
     return;
-  if (!transparent_huge_pages_on()) return;
   // The file itself, not /proc/self/exe: the process takes its name from the
   // path (`ps`, `top` would show "exe").
   char self[4096];
