@@ -297,8 +297,9 @@ int64_t machine_memory_bytes() {
   return have;
 }
 
-void check_fits(const Footprint& f, const std::string& what) {
-  const int64_t have = machine_memory_bytes();
+void check_fits(const Footprint& f, const std::string& what) { check_fits(f, what, machine_memory_bytes()); }
+
+void check_fits(const Footprint& f, const std::string& what, int64_t have) {
   if (f.bytes <= have) return;
   const std::string ops = f.ops > 0 ? fmt::format("{} ops", f.ops) : "pair-cost tables";
   throw ConfigError(fmt::format("{} needs ~{:.1f} GB ({}), this machine has {:.1f} GB (set RINGMASTER_MEMORY_BYTES "

@@ -67,5 +67,7 @@ int64_t machine_memory_bytes();
 // Throws rm::ConfigError (exit code 2 in the CLI) with one line — "<what> needs
 // ~N GB (M ops), this machine has K GB" — when the footprint exceeds the machine's memory.
 void check_fits(const Footprint& f, const std::string& what);
+// The same against `have` bytes rather than this machine's.
+void check_fits(const Footprint& f, const std::string& what, int64_t have);
 
 }  // namespace rm::generate

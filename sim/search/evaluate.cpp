@@ -13,6 +13,7 @@
 #include "sim/generate/footprint.hpp"
 #include "sim/generate/generate.hpp"
 #include "sim/engine/stream_run.hpp"
+#include "sim/pipeline/stream_choice.hpp"
 #include "sim/memory/memory_model.hpp"
 
 namespace rm::search {
@@ -55,29 +56,27 @@ bool wants_symmetry(const Experiment& e, const EvaluateOptions& o, pipeline::Ses
   return generate::replica_refusal(e, session.topology(e)).empty();
 }
 
-// A point too large to hold whole, streamed where that fits (EvaluateOptions::stream); nullopt: not streamed.
+// A point too large to hold whole, streamed where that fits (EvaluateOptions::stream;
+// pipeline::choose_and_stream decides, as for `simulate`); nullopt: not streamed.
 std::optional<Outcome> streamed_point(const Experiment& e, const EvaluateOptions& o, pipeline::Session& session,
                                       bool one) {
   if (!o.stream || o.engine != engine::EngineKind::analytic) return std::nullopt;
-  const int64_t have = generate::machine_memory_bytes();
+  pipeline::StreamFacts facts;
   try {
-    if (generate::estimate_footprint(e, generate::RunKind::simulate, one).bytes <= have ||
-        generate::estimate_stream_footprint(e, one).bytes > have)
-      return std::nullopt;  // fits whole, or not even streamed (the whole run's check says so)
+    facts = pipeline::stream_facts(e, one);
   } catch (const ConfigError&) {
     return std::nullopt;  // the whole run says what is wrong with it
   }
   Outcome out;
   try {
-    pipeline::StreamedSimulation run = session.simulate_streamed(e, one);
-    out.ops = run.stats.ops;
-    out.generator = std::move(run.generator);
-    out.report = std::move(run.report);
-    out.one_replica = one;
+    pipeline::StreamChoice c = pipeline::stream_step(session, e, pipeline::StreamWhen::if_needed, one, facts);
+    if (!c.run) return std::nullopt;
+    out.ops = c.run->stats.ops;
+    out.generator = std::move(c.run->generator);
+    out.report = std::move(c.run->report);
+    out.one_replica = c.one_replica;
     out.streamed = true;
     out.ok = true;
-  } catch (const engine::StreamNotExact& x) {
-    out.error = x.what();
   } catch (const ConfigError& x) {
     out.error = x.what();
   }

@@ -73,7 +73,10 @@ struct EvaluateOptions {
   int64_t extrapolate_above_ops = -1;
   // A point whose step would not fit this machine's memory whole
   // (generate::estimate_footprint) but would streamed (estimate_stream_footprint)
-  // is simulated streamed, as `simulate --stream auto` does: analytic engine
+  // is simulated streamed (pipeline::StreamWhen::if_needed: `simulate --stream
+  // auto` streams wherever it fits, but a whole step lets a worker reuse its
+  // Schedule across points), with the same fallbacks as `simulate`: a route that
+  // leaves the data-parallel shortcut streams the full step. Analytic engine
   // only, after the estimate above where that is asked for.
   bool stream = true;
 };

@@ -13,6 +13,7 @@
 #include "sim/generate/footprint.hpp"
 #include "sim/generate/generate.hpp"
 #include "sim/pipeline/pipeline.hpp"
+#include "sim/pipeline/stream_choice.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "traces/chrome_trace.hpp"
 #include "tools/cli/cli_common.hpp"
@@ -129,57 +130,41 @@ void run(const Options& o) {
     };
     const bool try_one = o.symmetry == "dp" && (symmetry_line = generate::replica_refusal(e, session.topology(e))).empty();
     // Streaming (docs/engines.md, "Streaming"): asked for, or (auto) wherever it can
-    // run and fits: it gives the whole run's figures to the last bit, in less time
-    // and memory (the whole step is built only for --trace, SimGrid or --stream off).
-    const auto whole = generate::estimate_footprint(e, generate::RunKind::simulate, try_one);
-    const auto window = generate::estimate_stream_footprint(e, try_one);
-    const int64_t have = generate::machine_memory_bytes();
-    if (o.stream == "on") streamed.used = true, streamed.why = "asked for (--stream on)";
-    else if (o.stream == "auto" && can_stream && window.bytes <= have)
-      streamed.used = true,
-      streamed.why = whole.bytes > have
-                         ? fmt::format("the whole step needs ~{:.1f} GB ({} ops), this machine has {:.1f} GB",
-                                       double(whole.bytes) / 1e9, whole.ops, double(have) / 1e9)
-                         : "the whole run's figures in less time and memory; --stream off builds the whole step";
-    if (!streamed.used && whole.bytes > have && window.bytes <= have && o.stream != "off")
+    // run and fits; the whole step is built only for --trace, SimGrid or --stream off,
+    // or where the streamed run falls back to it (pipeline::choose_and_stream).
+    const pipeline::StreamFacts facts = pipeline::stream_facts(e, try_one);
+    const auto when = o.stream == "on"                ? pipeline::StreamWhen::always
+                      : o.stream == "auto" && can_stream ? pipeline::StreamWhen::preferred
+                                                         : pipeline::StreamWhen::never;
+    if (o.stream == "auto" && !can_stream && facts.whole.bytes > facts.have && facts.window.bytes <= facts.have)
       throw ConfigError(fmt::format("this simulation needs ~{:.1f} GB ({} ops), this machine has {:.1f} GB; a streamed "
                                     "run (--stream on) would need ~{:.1f} GB but takes no --trace, no --schedule and "
                                     "only the analytic engine",
-                                    double(whole.bytes) / 1e9, whole.ops, double(have) / 1e9, double(window.bytes) / 1e9));
-    // under_shortcut: one replica. A route whose translates are not its copies, met as it
-    // is first used, leaves the full step: whole where auto and it fits (the whole
-    // path proves and refuses the shortcut first, as --stream off does), else streamed.
-    for (bool under_shortcut = try_one; streamed.used;) {
-      generate::check_fits(under_shortcut == try_one ? window : generate::estimate_stream_footprint(e, false),
-                           "this streamed simulation");
-      progress.update("building the sparsity pattern", 0, 3);
-      session.patterns(e);
-      const int64_t total = under_shortcut ? generate::count_replica_ops(e) : generate::count_step_ops(e);
-      try {
-        progress.update("generating and simulating, streamed", 1, 3);
-        PointProgress bar("streamed: generated and simulated", !o.exp.json, std::chrono::seconds(10), "ops");
-        auto run = session.simulate_streamed(e, under_shortcut, [&](int64_t ops) { bar.update(ops, total); });
-        // A path the streamed run could not tell apart from ties: the whole run traces it, where that fits.
-        if (!run.report.critical_path_traced && o.stream == "auto" && whole.bytes <= have) {
-          streamed = {false, "the streamed run could not trace the critical path (so it ran whole)", {}};
-          break;
-        }
-        streamed.stats = run.stats;
-        symmetry_line = symmetry_note(under_shortcut, symmetry_line);
-        print_report(o, e, run.report, run.generator, run.stats.ops, run.ranks, under_shortcut, symmetry_line, streamed);
-        return;
-      } catch (const engine::StreamNotExact& x) {
-        if (o.stream == "on" || whole.bytes > have) throw ConfigError(x.what());
-        streamed = {false, std::string(x.what()) + " (so it was)", {}};
-      } catch (const engine::ShortcutNotExact& x) {
-        if (!under_shortcut) throw;
-        if (o.stream == "auto" && generate::estimate_footprint(e, generate::RunKind::simulate).bytes <= have) {
-          streamed = {};
-          break;
-        }
-        under_shortcut = false, symmetry_line = x.why;
-      }
+                                    double(facts.whole.bytes) / 1e9, facts.whole.ops, double(facts.have) / 1e9,
+                                    double(facts.window.bytes) / 1e9));
+    std::optional<PointProgress> bar;
+    pipeline::StreamProgress shown;
+    shown.starting = [&](bool) {
+      bar.reset();  // a second try (without the shortcut) counts a new total
+      progress.update("building the sparsity pattern, then generating and simulating, streamed", 1, 3);
+    };
+    shown.ops = [&](int64_t ops, int64_t total) {
+      if (!bar) bar.emplace("streamed: generated and simulated", !o.exp.json, std::chrono::seconds(10), "ops");
+      bar->update(ops, total);
+    };
+    pipeline::StreamChoice choice = pipeline::stream_step(session, e, when, try_one, facts, shown);
+    bar.reset();
+    streamed.why = choice.note;
+    if (!choice.shortcut_left.empty()) symmetry_line = choice.shortcut_left;
+    if (choice.run) {
+      streamed.used = true;
+      streamed.stats = choice.run->stats;
+      symmetry_line = symmetry_note(choice.one_replica, symmetry_line);
+      print_report(o, e, choice.run->report, choice.run->generator, choice.run->stats.ops, choice.run->ranks,
+                   choice.one_replica, symmetry_line, streamed);
+      return;
     }
+    const auto& whole = facts.whole;
     if (try_one) {  // the data-parallel shortcut (docs/engines.md, "Replica symmetry")
       generate::check_fits(whole, "this simulation");
       progress.update("building the sparsity pattern", 0, 3);
