@@ -231,8 +231,10 @@ schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityMo
 }
 
 void generate_step_chunks(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
-                          placement::WorkCache* cache, Replicas replicas, const ChunkSink& sink, bool ring_steps) {
+                          placement::WorkCache* cache, Replicas replicas, const ChunkSink& sink, bool ring_steps,
+                          Accesses accesses) {
   StepContext ctx(e, patterns, topo, cache, replicas == Replicas::one);
+  ctx.with_accesses = accesses == Accesses::all;
   ctx.cut = [&] {
     std::vector<schedule::Op> ops = ctx.b.take_ops();
     if (!ops.empty()) sink(ctx.b.peek(), std::move(ops), false);

@@ -36,10 +36,15 @@ schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityMo
 // is the Schedule so far without its ops (ranks, groups, descriptor tables: all the
 // chunk's ops refer to); ops keep their ids. The chunks, concatenated, are
 // generate_step's ops, op for op; the whole is never validated (generate_step's
-// validation of the same experiment is what vouches for it).
+// validation of the same experiment is what vouches for it). Accesses::none leaves
+// out what ops read and write (Op::access -1, Schedule::accesses empty): no engine,
+// cost or report reads them, only the runtime and a Schedule file do, and on a
+// large ring interning them was a tenth of the generator's time.
 using ChunkSink = std::function<void(const schedule::Schedule& meta, std::vector<schedule::Op> ops, bool last)>;
+enum class Accesses { all, none };
 void generate_step_chunks(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
-                          placement::WorkCache* cache, Replicas replicas, const ChunkSink& sink, bool ring_steps = false);
+                          placement::WorkCache* cache, Replicas replicas, const ChunkSink& sink, bool ring_steps = false,
+                          Accesses accesses = Accesses::all);
 // Whether ring-step cuts can keep a streamed run exact: one context group is
 // simulated (a ring emits its steps for all its ranks in turn, but the groups one
 // after another: a second group's first step would come after the first group's

@@ -96,8 +96,9 @@ struct StepContext {
   int buffer(int rank, const std::string& name, schedule::BufferRole role, schedule::DType dtype,
              std::vector<int64_t> shape, schedule::Instances instances = schedule::Instances::one);
   void access(OpId op, std::vector<int> reads, std::vector<int> writes) {
-    b.set_access(op, std::move(reads), std::move(writes));
+    if (with_accesses) b.set_access(op, std::move(reads), std::move(writes));
   }
+  bool with_accesses = true;  // generate_step_chunks' Accesses::none clears it
 
   const Experiment& e;
   const topology::Topology& topo;

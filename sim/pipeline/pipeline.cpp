@@ -318,7 +318,7 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
             }
             emit(preparer.prepare(meta, std::move(chunk)), last);
           },
-          ring_steps);
+          ring_steps, generate::Accesses::none);  // the run reads no access
     };
     // With a second thread the generator runs on it, ahead of the engine by at
     // most a bounded queue: the same chunks in the same order, so the same run.
