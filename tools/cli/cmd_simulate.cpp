@@ -164,9 +164,8 @@ void run(const Options& o) {
                    choice.one_replica, symmetry_line, streamed);
       return;
     }
-    const auto& whole = facts.whole;
     if (try_one) {  // the data-parallel shortcut (docs/engines.md, "Replica symmetry")
-      generate::check_fits(whole, "this simulation");
+      generate::check_fits(facts.whole, "this simulation");
       progress.update("building the sparsity pattern", 0, 3);
       session.patterns(e);
       progress.update("generating one replica's schedule", 1, 3);
@@ -174,7 +173,7 @@ void run(const Options& o) {
     }
     symmetry_line = symmetry_note(one, symmetry_line);
     if (!one) {
-      generate::check_fits(generate::estimate_footprint(e, generate::RunKind::simulate), "this simulation");
+      generate::check_fits(facts.whole_full, "this simulation");
       progress.update("building the sparsity pattern", 0, 3);
       session.patterns(e);
       progress.update("generating the schedule", 1, 3);
