@@ -224,9 +224,11 @@ void emit_scope(StepContext& ctx) {
 }  // namespace
 
 schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
-                                 placement::WorkCache* cache, Replicas replicas) {
+                                 placement::WorkCache* cache, Replicas replicas, Accesses accesses) {
   StepContext ctx(e, patterns, topo, cache, replicas == Replicas::one);
+  ctx.with_accesses = accesses == Accesses::all;
   emit_scope(ctx);
+  if (!ctx.with_accesses) ctx.b.drop_buffers();
   return std::move(ctx.b).build();
 }
 

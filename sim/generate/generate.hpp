@@ -26,9 +26,15 @@ namespace rm::generate {
 // Replicas::one is the data-parallel shortcut (docs/generators.md, "Replica symmetry"):
 // replica 0's ranks and ops only, the gradient/ZeRO groups marked spans_replicas and
 // Schedule::symmetry set; replica_refusal says first whether its replicas are identical.
+// Accesses::none leaves out what ops read and write (Op::access -1, no accesses)
+// and so the buffers too: a costable-only Schedule, for runs that only simulate it
+// (no engine, cost model or report reads them; the runtime, a Schedule file and its
+// hash do). On the default step it saves a tenth of the generator's time.
 enum class Replicas { all, one };
+enum class Accesses { all, none };
 schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
-                                 placement::WorkCache* cache = nullptr, Replicas replicas = Replicas::all);
+                                 placement::WorkCache* cache = nullptr, Replicas replicas = Replicas::all,
+                                 Accesses accesses = Accesses::all);
 // The same step handed out in chunks as it is built (streaming: docs/engines.md,
 // "Streaming"): sink(meta, ops, last) after each layer's forward and each layer's
 // backward (with its gradient collectives) — with ring_steps, also after each ring
@@ -36,12 +42,9 @@ schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityMo
 // is the Schedule so far without its ops (ranks, groups, descriptor tables: all the
 // chunk's ops refer to); ops keep their ids. The chunks, concatenated, are
 // generate_step's ops, op for op; the whole is never validated (generate_step's
-// validation of the same experiment is what vouches for it). Accesses::none leaves
-// out what ops read and write (Op::access -1, Schedule::accesses empty): no engine,
-// cost or report reads them, only the runtime and a Schedule file do, and on a
-// large ring interning them was a tenth of the generator's time.
+// validation of the same experiment is what vouches for it). Accesses::none as for
+// generate_step (the buffers stay in `meta`: nothing reads them).
 using ChunkSink = std::function<void(const schedule::Schedule& meta, std::vector<schedule::Op> ops, bool last)>;
-enum class Accesses { all, none };
 void generate_step_chunks(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
                           placement::WorkCache* cache, Replicas replicas, const ChunkSink& sink, bool ring_steps = false,
                           Accesses accesses = Accesses::all);

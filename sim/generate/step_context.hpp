@@ -98,7 +98,7 @@ struct StepContext {
   void access(OpId op, std::vector<int> reads, std::vector<int> writes) {
     if (with_accesses) b.set_access(op, std::move(reads), std::move(writes));
   }
-  bool with_accesses = true;  // generate_step_chunks' Accesses::none clears it
+  bool with_accesses = true;  // Accesses::none (generate.hpp) clears it
 
   const Experiment& e;
   const topology::Topology& topo;

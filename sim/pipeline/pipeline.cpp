@@ -191,7 +191,7 @@ PointResult Session::run_point(const Experiment& e, engine::EngineKind kind, boo
     last_.reset();  // one Schedule in memory at a time
     reuse_.clear();
     timed_ = {};
-    schedule::Schedule s = schedule(e);
+    schedule::Schedule s = schedule(e, generate::Accesses::none);
     schedule::RunPlan plan(s);
     report::ReportPrep prep(e, s, plan, engine::timeline_edges(s, plan));
     last_ = std::make_unique<const Prepared>(
@@ -244,14 +244,15 @@ const topology::Topology& Session::topology(const Experiment& e) {
   return it->second;
 }
 
-schedule::Schedule Session::schedule(const Experiment& e) {
-  return generate::generate_step(e, patterns(e), topology(e), &work_);
+schedule::Schedule Session::schedule(const Experiment& e, generate::Accesses accesses) {
+  return generate::generate_step(e, patterns(e), topology(e), &work_, generate::Replicas::all, accesses);
 }
 
 std::optional<schedule::Schedule> Session::one_replica_schedule(const Experiment& e, std::string& why_not) {
   why_not = generate::replica_refusal(e, topology(e));
   if (!why_not.empty()) return std::nullopt;
-  schedule::Schedule s = generate::generate_step(e, patterns(e), topology(e), &work_, generate::Replicas::one);
+  schedule::Schedule s = generate::generate_step(e, patterns(e), topology(e), &work_, generate::Replicas::one,
+                                                   generate::Accesses::none);
   why_not = engine::symmetry_refusal(s, topology(e), cost::CostModel::for_experiment(e));
   if (!why_not.empty()) return std::nullopt;
   return s;
@@ -259,7 +260,7 @@ std::optional<schedule::Schedule> Session::one_replica_schedule(const Experiment
 
 Simulation Session::simulate(const Experiment& e, engine::EngineKind kind) {
   const topology::Topology& topo = topology(e);
-  return simulate_schedule(e, schedule(e), topo, kind);
+  return simulate_schedule(e, schedule(e, generate::Accesses::none), topo, kind);
 }
 
 StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_replica,

@@ -18,6 +18,7 @@
 #include "sim/engine/analytic.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/engine/stream_run.hpp"
+#include "sim/generate/generate.hpp"
 #include "sim/placement/work_cache.hpp"
 #include "sim/report/fast_report.hpp"
 #include "sim/report/imbalance.hpp"
@@ -119,12 +120,15 @@ class Session {
   const sparsity::SparsityModel& patterns(const Experiment& e);
   // e.cluster's Topology, built once per distinct topology (Topology::key); stays valid for the session.
   const topology::Topology& topology(const Experiment& e);
-  schedule::Schedule schedule(const Experiment& e);
+  // e's step. Accesses::none (generate.hpp): costable-only, for a run that only
+  // simulates it; a Schedule to write, hash or execute needs Accesses::all.
+  schedule::Schedule schedule(const Experiment& e, generate::Accesses accesses = generate::Accesses::all);
   // The data-parallel shortcut (docs/engines.md, "Replica symmetry"): the Schedule of
   // replica 0 alone when simulating it is exact (generate::replica_refusal, then
   // engine::symmetry_refusal on its routes); else nullopt and `why_not` says why.
+  // Costable-only (Accesses::none): it is only ever simulated, never written.
   std::optional<schedule::Schedule> one_replica_schedule(const Experiment& e, std::string& why_not);
-  Simulation simulate(const Experiment& e, engine::EngineKind kind);
+  Simulation simulate(const Experiment& e, engine::EngineKind kind);  // of the costable-only Schedule
   // The streamed run of e's step (one replica for all with one_replica: the caller checked
   // generate::replica_refusal; a route that does not translate throws ScheduleError).
   // progress(ops so far) after each chunk. Throws engine::StreamNotExact where streaming

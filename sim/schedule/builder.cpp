@@ -250,6 +250,11 @@ void ScheduleBuilder::set_gemm(OpId op, const Gemm& g) {
   o.detail = gemm_ids_.intern(s_.gemms, g, Hasher{}.add(g.m).add(g.n).add(g.k).h);
 }
 
+void ScheduleBuilder::drop_buffers() {
+  if (!s_.accesses.empty()) bad("drop_buffers: ops name buffers (set_access was called)");
+  s_.buffers.clear();
+}
+
 Schedule ScheduleBuilder::build() && {
   if (op_base_ > 0) bad("build: ops were handed out by take_ops; the Schedule is not whole");
   validate(s_);

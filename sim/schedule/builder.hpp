@@ -125,6 +125,10 @@ class ScheduleBuilder {
 
   const Schedule& peek() const { return s_; }
   Schedule build() &&;  // validates; throws ScheduleError naming the first problem
+  // Leaves the buffers out: the Schedule becomes costable-only (schedule.hpp), as a
+  // generator that recorded no accesses needs for build() to validate it. Throws
+  // std::invalid_argument where an op names buffers.
+  void drop_buffers();
 
   // Streaming (docs/engines.md, "Streaming"): hands out the ops built since the
   // last call (ids stay global: the next op is next_op_id()). An op handed out may

@@ -143,5 +143,42 @@ TEST(Step, DefaultExperimentShape) {
   EXPECT_EQ(count(s, 0, OpKind::index_build), 2 * 4 * 9 + 4);
 }
 
+// A step generated without accesses (for runs that only simulate it) is the
+// whole Schedule less what ops read and write and the buffers they name: op for
+// op the same otherwise, and valid as a costable-only Schedule.
+TEST(Step, WithoutAccessesIsTheWholeStepLessItsData) {
+  for (const auto& sets : std::vector<std::vector<std::string>>{
+           {"model.layers=2"},  // the default: hierarchical stripe ring, top-p indices built online
+           {"model.layers=2", "parallel.cp=8", "parallel.dp=4", "parallel.zero_stage=1"},
+           {"model.layers=2", "parallel.cp=4", "parallel.tp=2", "parallel.dp=2", "parallel.zero_stage=3"},
+           {"model.layers=2", "parallel.cp=8", "parallel.hp=4", "parallel.ring=double_ring", "parallel.window=2"}}) {
+    SCOPED_TRACE(sets.back());
+    auto e = load_experiment(ConfigStore({std::string(RINGMASTER_SOURCE_DIR) + "/configs"}), "", sets);
+    auto m = pipeline::build_patterns(e);
+    topology::Topology topo(e.cluster);
+    for (const Replicas r : {Replicas::all, Replicas::one}) {
+      if (r == Replicas::one && !replica_refusal(e, topo).empty()) continue;
+      const auto whole = generate_step(e, m, topo, nullptr, r);
+      const auto lean = generate_step(e, m, topo, nullptr, r, Accesses::none);
+      ASSERT_FALSE(whole.accesses.empty());
+      ASSERT_FALSE(whole.buffers.empty());
+      EXPECT_TRUE(lean.accesses.empty());
+      EXPECT_TRUE(lean.buffers.empty());
+      ASSERT_EQ(lean.ops.size(), whole.ops.size());
+      for (size_t i = 0; i < whole.ops.size(); ++i) {
+        schedule::Op want = whole.ops[i];
+        want.access = -1;
+        ASSERT_EQ(lean.ops[i], want) << "op " << i;
+      }
+      EXPECT_EQ(lean.ranks, whole.ranks);
+      EXPECT_EQ(lean.groups, whole.groups);
+      EXPECT_EQ(lean.attentions, whole.attentions);
+      EXPECT_EQ(lean.gemms, whole.gemms);
+      EXPECT_EQ(lean.token_sets, whole.token_sets);
+      EXPECT_EQ(lean.symmetry, whole.symmetry);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rm::generate

@@ -214,6 +214,25 @@ TEST(ScheduleBuilder, EqualDescriptorsShareOneEntry) {
   EXPECT_EQ(b.peek().ops[size_t(ops[0])].access, b.peek().ops[size_t(ops[1])].access);
   EXPECT_THROW(b.set_gemm(ops[0], {1, 1, 1}), std::invalid_argument);  // not a gemm
   EXPECT_THROW(b.set_access(ops[0], {7}, {}), std::invalid_argument);  // no buffer 7
+  EXPECT_THROW(b.drop_buffers(), std::invalid_argument);  // ops name them
+}
+
+// Buffers that no op names can be left out: the Schedule is costable-only and
+// validates, where with them it would not (its ops would name no buffers).
+TEST(ScheduleBuilder, DropBuffersLeavesACostableOnlySchedule) {
+  auto make = [] {
+    ScheduleBuilder b;
+    b.add_rank(0), b.add_stream(0, StreamKind::compute);
+    b.add_buffer(0, "q", BufferRole::q, DType::bf16, {4, 8});
+    b.compute(0, 0, OpKind::gemm, {Phase::forward, 0, 0}, {1, 1, 1});
+    return b;
+  };
+  EXPECT_THROW(make().build(), ScheduleError);
+  auto b = make();
+  b.drop_buffers();
+  const Schedule s = std::move(b).build();
+  EXPECT_TRUE(s.buffers.empty());
+  EXPECT_EQ(s.ops.size(), 1u);
 }
 
 // Interning against an oracle: the first-seen index of each distinct value, on

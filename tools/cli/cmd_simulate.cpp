@@ -177,7 +177,8 @@ void run(const Options& o) {
       progress.update("building the sparsity pattern", 0, 3);
       session.patterns(e);
       progress.update("generating the schedule", 1, 3);
-      in = session.schedule(e);
+      // A written trace carries the Schedule's hash (below): only then the whole Schedule.
+      in = session.schedule(e, o.trace.empty() ? generate::Accesses::none : generate::Accesses::all);
     }
   }
   progress.update(fmt::format("simulating {} ops ({})", in.ops.size(), o.engine), 2, 3);
