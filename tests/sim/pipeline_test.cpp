@@ -82,7 +82,9 @@ TEST(Session, CachedResultsAreTheUncachedOnes) {
 
   const sparsity::SparsityModel m = build_patterns(e);
   const topology::Topology topo(e.cluster);
-  const schedule::Schedule fresh = generate::generate_step(e, m, topo);
+  // Session::simulate generates the costable-only Schedule (it is only simulated).
+  const schedule::Schedule fresh =
+      generate::generate_step(e, m, topo, nullptr, generate::Replicas::all, generate::Accesses::none);
   EXPECT_TRUE(cached.schedule == fresh);
   const Simulation uncached = simulate_schedule(e, fresh, engine::EngineKind::analytic);
   EXPECT_EQ(report::to_json(cached.report).dump(), report::to_json(uncached.report).dump());
