@@ -7,6 +7,7 @@
 
 #include "sim/generate/attention.hpp"
 #include "sim/generate/decoder_layer.hpp"
+#include "sim/generate/footprint.hpp"
 #include "sim/generate/layer_costs.hpp"
 #include "sim/placement/device_map.hpp"
 
@@ -227,6 +228,13 @@ schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityMo
                                  placement::WorkCache* cache, Replicas replicas, Accesses accesses) {
   StepContext ctx(e, patterns, topo, cache, replicas == Replicas::one);
   ctx.with_accesses = accesses == Accesses::all;
+  // Sized once from the exact count (footprint.hpp): the op array neither grows
+  // by doubling nor is copied to shed its slack at build().
+  try {
+    ctx.b.reserve_ops(size_t(replicas == Replicas::one ? count_replica_ops(e) : count_step_ops(e)));
+  } catch (const ConfigError&) {
+    // emit_scope throws the generator's own error for the same experiment
+  }
   emit_scope(ctx);
   if (!ctx.with_accesses) ctx.b.drop_buffers();
   return std::move(ctx.b).build();
