@@ -164,12 +164,7 @@ TEST(Step, WithoutAccessesIsTheWholeStepLessItsData) {
       ASSERT_FALSE(whole.buffers.empty());
       EXPECT_TRUE(lean.accesses.empty());
       EXPECT_TRUE(lean.buffers.empty());
-      ASSERT_EQ(lean.ops.size(), whole.ops.size());
-      for (size_t i = 0; i < whole.ops.size(); ++i) {
-        schedule::Op want = whole.ops[i];
-        want.access = -1;
-        ASSERT_EQ(lean.ops[i], want) << "op " << i;
-      }
+      testing::expect_ops_without_accesses(whole, lean.ops);
       EXPECT_EQ(lean.ranks, whole.ranks);
       EXPECT_EQ(lean.groups, whole.groups);
       EXPECT_EQ(lean.attentions, whole.attentions);

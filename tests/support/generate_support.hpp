@@ -4,8 +4,11 @@
 
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "sim/config/config_store.hpp"
 #include "sim/config/experiment.hpp"
@@ -56,6 +59,16 @@ inline int count(const schedule::Schedule& s, int rank, schedule::OpKind kind, i
   for (const auto& op : s.ops)
     if (op.rank == rank && op.kind == kind && (phase < 0 || int(op.phase) == phase)) ++n;
   return n;
+}
+
+// `lean` (ops generated with Accesses::none) is `whole`'s ops one for one, each with access -1.
+inline void expect_ops_without_accesses(const schedule::Schedule& whole, std::span<const schedule::Op> lean) {
+  ASSERT_EQ(lean.size(), whole.ops.size());
+  for (size_t i = 0; i < lean.size(); ++i) {
+    schedule::Op want = whole.ops[i];
+    want.access = -1;
+    ASSERT_EQ(lean[i], want) << schedule::describe(whole, schedule::OpId(i));
+  }
 }
 
 }  // namespace rm::generate::testing
