@@ -251,6 +251,14 @@ class EventCore {
   // The index of (src, dst)'s RouteCost, made on first use.
   int32_t route(int src, int dst) {
     const uint64_t key = uint64_t(uint32_t(src)) << 32 | uint32_t(dst);
+    // A ring's ranks send to the same few peers over and over: a small
+    // direct-mapped memo in front of the map answers most of them.
+    RouteMemo& memo = route_memo_[(key * 0x9E3779B97F4A7C15ull) >> (64 - kRouteMemoBits)];
+    if (memo.key == key) return memo.id;
+    memo = {key, route_id(key, src, dst)};
+    return memo.id;
+  }
+  int32_t route_id(uint64_t key, int src, int dst) {
     auto [it, fresh] = route_ids_.try_emplace(key, static_cast<int32_t>(routes_.size()));
     if (fresh) {
       RouteCost rc{static_cast<int32_t>(route_links_.size()), 0, 0.0};
@@ -270,6 +278,12 @@ class EventCore {
   double now_ = 0;
   std::unique_ptr<ReplicaRoutes> sym_;  // a replica-symmetric Schedule (symmetry.hpp); set by Derived
   std::unordered_map<uint64_t, int32_t> route_ids_;  // (src << 32 | dst) -> routes_ index
+  static constexpr int kRouteMemoBits = 12;
+  struct RouteMemo {
+    uint64_t key = ~uint64_t{0};  // no (src, dst) of GPUs
+    int32_t id = -1;
+  };
+  std::vector<RouteMemo> route_memo_ = std::vector<RouteMemo>(size_t{1} << kRouteMemoBits);
   std::vector<RouteCost> routes_;
   std::vector<uint64_t> route_keys_;  // per routes_ entry: its (src << 32 | dst)
   std::vector<int> route_links_;

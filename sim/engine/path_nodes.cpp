@@ -12,17 +12,19 @@ PathNodes::Ref PathNodes::make(const schedule::PathLink& link, int64_t call, Ref
     r = free_.back();
     free_.pop_back();
   } else {
-    if (nodes_.size() >= size_t(INT32_MAX)) throw std::length_error("stream run: too many critical-path nodes");
-    r = Ref(nodes_.size());
-    nodes_.emplace_back();
+    if (hot_.size() >= size_t(INT32_MAX)) throw std::length_error("stream run: too many critical-path nodes");
+    r = Ref(hot_.size());
+    hot_.emplace_back();
+    cold_.emplace_back();
   }
-  nodes_[size_t(r)] = {link, transfer, call, parent, 1};
+  hot_[size_t(r)] = {link.end, parent, 1};
+  cold_[size_t(r)] = {link, transfer, call};
   return r;
 }
 
 void PathNodes::unref(Ref r) {
-  while (r >= 0 && --nodes_[size_t(r)].refs == 0) {
-    const Ref parent = nodes_[size_t(r)].parent;
+  while (r >= 0 && --hot_[size_t(r)].refs == 0) {
+    const Ref parent = hot_[size_t(r)].parent;
     free_.push_back(r);
     r = parent;
   }
@@ -34,10 +36,11 @@ std::optional<std::vector<schedule::PathLink>> PathNodes::chain(Ref last,
   if (transfers) transfers->clear();
   std::unordered_set<schedule::OpId> on_path;
   std::unordered_set<int64_t> calls;
-  for (Ref r = last; r >= 0; r = nodes_[size_t(r)].parent) {
-    const Node& n = nodes_[size_t(r)];
+  for (Ref r = last; r >= 0; r = hot_[size_t(r)].parent) {
+    const Cold& n = cold_[size_t(r)];
+    const Ref parent = hot_[size_t(r)].parent;
     if (n.call != kNoCall && !calls.insert(n.call).second) return std::nullopt;
-    if (n.parent >= 0 && on_path.count(nodes_[size_t(n.parent)].link.op)) return std::nullopt;
+    if (parent >= 0 && on_path.count(cold_[size_t(parent)].link.op)) return std::nullopt;
     on_path.insert(n.link.op);
     if (n.link.via >= 0) on_path.insert(n.link.via);
     out.push_back(n.link);

@@ -26,11 +26,11 @@ class PathNodes {
   // and starts with one reference, the caller's.
   Ref make(const schedule::PathLink& link, int64_t call, Ref parent, const schedule::PathTransfer& transfer = {});
   void ref(Ref r) {
-    if (r >= 0) ++nodes_[size_t(r)].refs;
+    if (r >= 0) ++hot_[size_t(r)].refs;
   }
   void unref(Ref r);  // frees the node at zero, then its parent's reference
-  const schedule::PathLink& link(Ref r) const { return nodes_[size_t(r)].link; }
-  double end(Ref r) const { return nodes_[size_t(r)].link.end; }
+  const schedule::PathLink& link(Ref r) const { return cold_[size_t(r)].link; }
+  double end(Ref r) const { return hot_[size_t(r)].end; }
 
   // The chain from `last` back to the op that waited for nothing. nullopt
   // where the walk over the whole run could have turned elsewhere: it skips
@@ -40,17 +40,24 @@ class PathNodes {
   std::optional<std::vector<schedule::PathLink>> chain(Ref last,
                                                        std::vector<schedule::PathTransfer>* transfers = nullptr) const;
 
-  int64_t live() const { return int64_t(nodes_.size() - free_.size()); }
+  int64_t live() const { return int64_t(hot_.size() - free_.size()); }
 
  private:
-  struct Node {
-    schedule::PathLink link;
-    schedule::PathTransfer transfer;
-    int64_t call = kNoCall;
+  // What every reference count and every wait compares (16 bytes), apart from
+  // what only the final chain reads: the counting walks hundreds of thousands
+  // of live nodes in no order, so the fewer cache lines it touches the better.
+  struct Hot {
+    double end = 0;  // link.end
     Ref parent = -1;
     int32_t refs = 0;
   };
-  std::vector<Node> nodes_;
+  struct Cold {
+    schedule::PathLink link;
+    schedule::PathTransfer transfer;
+    int64_t call = kNoCall;
+  };
+  std::vector<Hot> hot_;    // per node
+  std::vector<Cold> cold_;  // per node
   std::vector<Ref> free_;
 };
 

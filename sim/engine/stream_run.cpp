@@ -109,14 +109,25 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
     Chunk* c;
     size_t i;
   };
+  // Every event looks ops up, mostly in the chunk it looked at last or the one
+  // before (a dependent and its stream's head), so those two are tried first, inline.
   Loc loc(OpId id) {
-    if (cached_ && id >= cached_->base && id < cached_->base + OpId(cached_->size())) return {cached_, size_t(id - cached_->base)};
+    if (Chunk* c = cached_; c && uint64_t(id - c->base) < c->size()) return {c, size_t(id - c->base)};
+    return loc_slow(id);
+  }
+  Loc loc_slow(OpId id) {
+    if (Chunk* c = cached2_; c && uint64_t(id - c->base) < c->size()) {
+      std::swap(cached_, cached2_);
+      return {c, size_t(id - c->base)};
+    }
     auto it = std::upper_bound(chunks_.begin(), chunks_.end(), id, [](OpId v, const Chunk& c) { return v < c.base; });
     if (it == chunks_.begin()) throw std::logic_error(fmt::format("stream run: op {} is no longer held", id));
     Chunk& c = *(it - 1);
+    cached2_ = cached_;
     cached_ = &c;
     return {&c, size_t(id - c.base)};
   }
+  void forget_cached() { cached_ = cached2_ = nullptr; }
   bool retired(OpId id) const { return id < retired_below_; }
   bool done(OpId id) { return retired(id) || (at_state(id) & kDone); }
   bool posted(OpId id) { return retired(id) || (at_state(id) & kPosted); }
@@ -159,8 +170,8 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
   friend EventCore<Impl>;
   void run(bool to_end);
   bool ends_newest(bool flow) const;
-  void post(OpId id) {
-    Loc l = loc(id);
+  void post(Loc l) {
+    l.c->state[l.i] |= kPosted;
     l.c->start[l.i] = now_;
     l.c->min_start = std::min(l.c->min_start, now_);
   }
@@ -207,7 +218,8 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
   int replicas_ = 1;
 
   std::deque<Chunk> chunks_;
-  Chunk* cached_ = nullptr;
+  Chunk* cached_ = nullptr;   // loc()'s last chunk
+  Chunk* cached2_ = nullptr;  // and the one before it
   OpId next_id_ = 0, retired_below_ = 0, newest_base_ = 0;
   int64_t ops_held_ = 0;  // in chunks_
   std::vector<StreamQueue> streams_;
@@ -426,7 +438,7 @@ void StreamRun::Impl::append(ReadyChunk ready, bool last) {
         throw std::invalid_argument(fmt::format("StreamRun: op {} arrived where op {} was due", c.ops[i].id, c.base + OpId(i)));
     next_id_ = c.base + OpId(n);
     newest_base_ = c.base;
-    cached_ = nullptr;
+    forget_cached();
     for (size_t i = 0; i < n; ++i) add_op(c, i);
     ++stats_.chunks;
     stats_.ops += int64_t(n);
@@ -522,10 +534,7 @@ void StreamRun::Impl::drain() {
       q.run_left = len;
       f.cursor = 0;
       f.end = int64_t(len);
-      for (size_t i = 0; i < len; ++i) {
-        at_state(q.ops[i]) |= kPosted;
-        post(q.ops[i]);
-      }
+      for (size_t i = 0; i < len; ++i) post(loc(q.ops[i]));
       trace_launch(q, len);
       continue;
     }
@@ -597,7 +606,7 @@ void StreamRun::Impl::retire() {
     // The ops and starts are handed over; the ends stay for waits that ended now (the graveyard).
     sink_(RetiredChunk{std::move(c.ops), std::move(c.start), c.end, safe, groups_});
     ops_held_ -= int64_t(c.size());
-    if (cached_ == &c) cached_ = nullptr;
+    if (cached_ == &c || cached2_ == &c) forget_cached();
     if (!graveyard_.empty() && graveyard_time_ < now_) release_graveyard();
     graveyard_time_ = now_;
     graveyard_.push_back(std::move(c));
