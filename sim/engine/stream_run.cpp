@@ -87,6 +87,27 @@ struct Call {
 };
 
 // Calls of one (group, tag) still being formed: call k is calls[k - k_lo].
+// A p2p pair's key: sender, receiver, tag.
+struct P2PKey {
+  int src, dst;
+  int64_t tag;
+  bool operator==(const P2PKey&) const = default;
+};
+struct P2PKeyHash {
+  size_t operator()(const P2PKey& k) const noexcept {
+    const uint64_t h = (uint64_t(uint32_t(k.src)) << 32 | uint32_t(k.dst)) * 0x9E3779B97F4A7C15ull;
+    return size_t(h ^ (uint64_t(k.tag) * 0xC2B2AE3D27D4EB4Full + (h >> 29)));
+  }
+};
+// The sends (or receives) of one key not yet matched, oldest first. Nearly
+// always one: a tag comes back only once its pair has matched. (A std::deque
+// per key allocated half a kilobyte on every send of a ring.)
+struct Unmatched {
+  OpId first = -1;
+  std::vector<OpId> later;
+  size_t next = 0;  // later[next] is the oldest after `first`
+};
+
 struct OpenCalls {
   std::vector<int64_t> next_k;  // per member: the call its next op joins
   int64_t k_lo = 0;
@@ -223,7 +244,7 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
   OpId next_id_ = 0, retired_below_ = 0, newest_base_ = 0;
   int64_t ops_held_ = 0;  // in chunks_
   std::vector<StreamQueue> streams_;
-  std::map<std::tuple<int, int, int64_t>, std::deque<OpId>> unmatched_sends_, unmatched_recvs_;
+  std::unordered_map<P2PKey, Unmatched, P2PKeyHash> unmatched_sends_, unmatched_recvs_;
   std::map<std::pair<int, int64_t>, OpenCalls> open_calls_;
   std::unordered_map<int64_t, Call> calls_;
   int64_t call_count_ = 0;
@@ -344,17 +365,20 @@ void StreamRun::Impl::add_op(Chunk& c, size_t i) {
 void StreamRun::Impl::match_p2p(Chunk& c, size_t i) {
   const Op& o = c.ops[i];
   const bool send = o.kind == OpKind::send;
-  const auto key = send ? std::tuple{o.rank, o.peer, o.tag} : std::tuple{o.peer, o.rank, o.tag};
+  const P2PKey key = send ? P2PKey{o.rank, o.peer, o.tag} : P2PKey{o.peer, o.rank, o.tag};
   auto& mine = send ? unmatched_sends_ : unmatched_recvs_;
   auto& theirs = send ? unmatched_recvs_ : unmatched_sends_;
   auto it = theirs.find(key);
-  if (it == theirs.end() || it->second.empty()) {
-    mine[key].push_back(o.id);
+  if (it == theirs.end()) {
+    auto [m, fresh] = mine.try_emplace(key);
+    if (fresh) m->second.first = o.id;
+    else m->second.later.push_back(o.id);
     return;
   }
-  const OpId partner = it->second.front();
-  it->second.pop_front();
-  if (it->second.empty()) theirs.erase(it);
+  Unmatched& u = it->second;
+  const OpId partner = u.first;
+  if (u.next < u.later.size()) u.first = u.later[u.next++];
+  else theirs.erase(it);
   if (o.peer < 0 || size_t(o.peer) >= gpu_of_rank_.size())
     throw std::invalid_argument(fmt::format("StreamRun: {} has no peer", describe(o)));
   const int src = gpu_of_rank_[size_t(send ? o.rank : o.peer)], dst = gpu_of_rank_[size_t(send ? o.peer : o.rank)];
