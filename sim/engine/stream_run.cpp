@@ -86,7 +86,6 @@ struct Call {
   std::vector<int32_t>* route_ids = nullptr;  // its call_routes_ entry
 };
 
-// Calls of one (group, tag) still being formed: call k is calls[k - k_lo].
 // A p2p pair's key: sender, receiver, tag.
 struct P2PKey {
   int src, dst;
@@ -102,12 +101,30 @@ struct P2PKeyHash {
 // The sends (or receives) of one key not yet matched, oldest first. Nearly
 // always one: a tag comes back only once its pair has matched. (A std::deque
 // per key allocated half a kilobyte on every send of a ring.)
-struct Unmatched {
-  OpId first = -1;
-  std::vector<OpId> later;
-  size_t next = 0;  // later[next] is the oldest after `first`
+class Unmatched {
+ public:
+  explicit Unmatched(OpId id) : first_(id) {}
+  void push(OpId id) { later_.push_back(id); }
+  // Hands out the oldest; false when it was the last (the entry is then spent).
+  bool pop(OpId& oldest) {
+    oldest = first_;
+    if (next_ == later_.size()) return false;
+    first_ = later_[next_++];
+    if (next_ == later_.size()) later_.clear(), next_ = 0;  // drained: start afresh
+    else if (next_ >= 64 && 2 * next_ >= later_.size()) {   // a backlog that never drains stays bounded
+      later_.erase(later_.begin(), later_.begin() + std::ptrdiff_t(next_));
+      next_ = 0;
+    }
+    return true;
+  }
+
+ private:
+  OpId first_;
+  std::vector<OpId> later_;
+  size_t next_ = 0;  // later_[next_] is the oldest after first_
 };
 
+// Calls of one (group, tag) still being formed: call k is calls[k - k_lo].
 struct OpenCalls {
   std::vector<int64_t> next_k;  // per member: the call its next op joins
   int64_t k_lo = 0;
@@ -370,15 +387,12 @@ void StreamRun::Impl::match_p2p(Chunk& c, size_t i) {
   auto& theirs = send ? unmatched_recvs_ : unmatched_sends_;
   auto it = theirs.find(key);
   if (it == theirs.end()) {
-    auto [m, fresh] = mine.try_emplace(key);
-    if (fresh) m->second.first = o.id;
-    else m->second.later.push_back(o.id);
+    auto [m, fresh] = mine.try_emplace(key, o.id);
+    if (!fresh) m->second.push(o.id);
     return;
   }
-  Unmatched& u = it->second;
-  const OpId partner = u.first;
-  if (u.next < u.later.size()) u.first = u.later[u.next++];
-  else theirs.erase(it);
+  OpId partner = -1;
+  if (!it->second.pop(partner)) theirs.erase(it);
   if (o.peer < 0 || size_t(o.peer) >= gpu_of_rank_.size())
     throw std::invalid_argument(fmt::format("StreamRun: {} has no peer", describe(o)));
   const int src = gpu_of_rank_[size_t(send ? o.rank : o.peer)], dst = gpu_of_rank_[size_t(send ? o.peer : o.rank)];
