@@ -18,6 +18,7 @@
 #include "sim/engine/path_nodes.hpp"
 #include "sim/engine/symmetry.hpp"
 #include "sim/schedule/call_shape.hpp"
+#include "sim/schedule/p2p_matcher.hpp"
 #include "sim/schedule/schedule_error.hpp"
 
 namespace rm::engine {
@@ -84,44 +85,6 @@ struct Call {
   OpId max_id = -1;
   CallRun run;
   std::vector<int32_t>* route_ids = nullptr;  // its call_routes_ entry
-};
-
-// A p2p pair's key: sender, receiver, tag.
-struct P2PKey {
-  int src, dst;
-  int64_t tag;
-  bool operator==(const P2PKey&) const = default;
-};
-struct P2PKeyHash {
-  size_t operator()(const P2PKey& k) const noexcept {
-    const uint64_t h = (uint64_t(uint32_t(k.src)) << 32 | uint32_t(k.dst)) * 0x9E3779B97F4A7C15ull;
-    return size_t(h ^ (uint64_t(k.tag) * 0xC2B2AE3D27D4EB4Full + (h >> 29)));
-  }
-};
-// The sends (or receives) of one key not yet matched, oldest first. Nearly
-// always one: a tag comes back only once its pair has matched. (A std::deque
-// per key allocated half a kilobyte on every send of a ring.)
-class Unmatched {
- public:
-  explicit Unmatched(OpId id) : first_(id) {}
-  void push(OpId id) { later_.push_back(id); }
-  // Hands out the oldest; false when it was the last (the entry is then spent).
-  bool pop(OpId& oldest) {
-    oldest = first_;
-    if (next_ == later_.size()) return false;
-    first_ = later_[next_++];
-    if (next_ == later_.size()) later_.clear(), next_ = 0;  // drained: start afresh
-    else if (next_ >= 64 && 2 * next_ >= later_.size()) {   // a backlog that never drains stays bounded
-      later_.erase(later_.begin(), later_.begin() + std::ptrdiff_t(next_));
-      next_ = 0;
-    }
-    return true;
-  }
-
- private:
-  OpId first_;
-  std::vector<OpId> later_;
-  size_t next_ = 0;  // later_[next_] is the oldest after first_
 };
 
 // Calls of one (group, tag) still being formed: call k is calls[k - k_lo].
@@ -261,7 +224,7 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
   OpId next_id_ = 0, retired_below_ = 0, newest_base_ = 0;
   int64_t ops_held_ = 0;  // in chunks_
   std::vector<StreamQueue> streams_;
-  std::unordered_map<P2PKey, Unmatched, P2PKeyHash> unmatched_sends_, unmatched_recvs_;
+  schedule::P2PMatcher<OpId> unmatched_;  // sends and recvs waiting for their partner
   std::map<std::pair<int, int64_t>, OpenCalls> open_calls_;
   std::unordered_map<int64_t, Call> calls_;
   int64_t call_count_ = 0;
@@ -382,17 +345,9 @@ void StreamRun::Impl::add_op(Chunk& c, size_t i) {
 void StreamRun::Impl::match_p2p(Chunk& c, size_t i) {
   const Op& o = c.ops[i];
   const bool send = o.kind == OpKind::send;
-  const P2PKey key = send ? P2PKey{o.rank, o.peer, o.tag} : P2PKey{o.peer, o.rank, o.tag};
-  auto& mine = send ? unmatched_sends_ : unmatched_recvs_;
-  auto& theirs = send ? unmatched_recvs_ : unmatched_sends_;
-  auto it = theirs.find(key);
-  if (it == theirs.end()) {
-    auto [m, fresh] = mine.try_emplace(key, o.id);
-    if (!fresh) m->second.push(o.id);
-    return;
-  }
-  OpId partner = -1;
-  if (!it->second.pop(partner)) theirs.erase(it);
+  const auto matched = unmatched_.add(send ? std::tuple{o.rank, o.peer, o.tag} : std::tuple{o.peer, o.rank, o.tag}, !send, o.id);
+  if (!matched) return;
+  const OpId partner = *matched;
   if (o.peer < 0 || size_t(o.peer) >= gpu_of_rank_.size())
     throw std::invalid_argument(fmt::format("StreamRun: {} has no peer", describe(o)));
   const int src = gpu_of_rank_[size_t(send ? o.rank : o.peer)], dst = gpu_of_rank_[size_t(send ? o.peer : o.rank)];

@@ -68,20 +68,12 @@ void StreamBoundBy::add(std::span<const Op> ops, std::span<const double> start, 
 
 void StreamBoundBy::pair_up(const Op& op, double start, double end) {
   const bool send = op.kind == OpKind::send;
-  const auto key = send ? std::tuple{op.rank, op.peer, op.tag} : std::tuple{op.peer, op.rank, op.tag};
-  auto& mine = send ? sends_ : recvs_;
-  auto& theirs = send ? recvs_ : sends_;
   const Half me{op.id, op.rank, start, end, double(op.bytes), op.phase, op.step >= 0};
-  auto it = theirs.find(key);
-  if (it == theirs.end()) {  // the k-th send meets the k-th recv of its key (CommMatching)
-    mine[key].push_back(me);
-    return;
-  }
-  const Half other = it->second.front();
-  it->second.pop_front();
-  if (it->second.empty()) theirs.erase(it);
-  const Half& s = send ? me : other;
-  const Half& r = send ? other : me;
+  const auto other = unmatched_.add(send ? std::tuple{op.rank, op.peer, op.tag} : std::tuple{op.peer, op.rank, op.tag},
+                                    !send, me);
+  if (!other) return;  // waits for its partner
+  const Half& s = send ? me : *other;
+  const Half& r = send ? *other : me;
   if (s.bytes <= 0) return;  // bound_by counts no transfer without bytes
   const double t0 = std::max(s.start, r.start);
   const int32_t routes = route_set(s.rank, r.rank, 0);

@@ -24,6 +24,7 @@
 #include "sim/report/bound_by.hpp"
 #include "sim/report/report_core.hpp"
 #include "sim/schedule/op_events.hpp"
+#include "sim/schedule/p2p_matcher.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/topology/topology.hpp"
 
@@ -136,7 +137,7 @@ class StreamBoundBy {
   std::vector<uint8_t> route_cap_;
   std::vector<char> set_used_;     // per route set: some transfer with bytes named it
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;
-  std::map<std::tuple<int, int, int64_t>, std::deque<Half>> sends_, recvs_;
+  schedule::P2PMatcher<Half> unmatched_;  // sends and recvs waiting for their partner
   std::map<std::pair<int, int64_t>, OpenCalls> open_calls_;
   std::vector<CallRecord> calls_;
   std::vector<std::vector<int>> group_ranks_;  // of the groups calls were formed on

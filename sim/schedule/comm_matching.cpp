@@ -1,8 +1,10 @@
 #include "sim/schedule/comm_matching.hpp"
 
 #include <algorithm>
-#include <tuple>
 #include <cstdint>
+#include <tuple>
+
+#include "sim/schedule/p2p_matcher.hpp"
 
 namespace rm::schedule {
 
@@ -14,16 +16,7 @@ template <class Key>
 struct KeyIds {
   std::vector<Key> keys;
   std::vector<int32_t> slots;  // key id, -1 empty; size a power of two, at most half full
-  static uint64_t mix(uint64_t h) {  // splitmix64's finalizer: linear probing needs spread bits
-    h ^= h >> 30, h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27, h *= 0x94d049bb133111ebull;
-    return h ^ (h >> 31);
-  }
-  static uint64_t hash(const Key& k) {
-    uint64_t h = 0;
-    std::apply([&](const auto&... x) { ((h = mix(h ^ static_cast<uint64_t>(x))), ...); }, k);
-    return h;
-  }
+  static uint64_t hash(const Key& k) { return tuple_hash(k); }
   void grow() {
     slots.assign(std::max<size_t>(64, slots.size() * 2), -1);
     const size_t mask = slots.size() - 1;
@@ -46,92 +39,6 @@ struct KeyIds {
       if (keys[static_cast<size_t>(id)] == k) return id;
     }
   }
-};
-
-// Pairs the k-th send with the k-th recv of each (sender, receiver, tag) key
-// in one pass in id order: a key stays in the table only while one side has
-// ops waiting (first in, first out), so the table holds the pairs in flight,
-// not every pair ever made, and stays in cache however long the schedule.
-class P2PMatcher {
- public:
-  using Key = std::tuple<int, int, int64_t>;
-  explicit P2PMatcher(std::vector<OpId>& partner) : partner_(partner), table_(64) {}
-
-  void add(const Key& k, bool recv, OpId op) {
-    const uint64_t h = KeyIds<Key>::hash(k);
-    size_t i = find(k, h);
-    Entry& e = table_[i];
-    if (!e.used) {  // a new key: op waits
-      e = {k, h, push_node(op), -1, recv, true};
-      e.tail = e.head;
-      if (++live_ * 2 > table_.size()) grow();
-      return;
-    }
-    if (e.recv == recv) {  // same side as the waiting ops: queue behind them
-      const int32_t n = push_node(op);
-      nodes_[static_cast<size_t>(e.tail)].next = n;
-      e.tail = n;
-      return;
-    }
-    const int32_t first = e.head;  // the other side's oldest waiting op is op's partner
-    const OpId other = nodes_[static_cast<size_t>(first)].op;
-    partner_[static_cast<size_t>(op)] = other;
-    partner_[static_cast<size_t>(other)] = op;
-    e.head = nodes_[static_cast<size_t>(first)].next;
-    free_.push_back(first);
-    if (e.head < 0) erase(i);
-  }
-
- private:
-  struct Entry {
-    Key key{};
-    uint64_t hash = 0;
-    int32_t head = -1, tail = -1;  // waiting ops, oldest first (nodes_)
-    bool recv = false;             // which side waits
-    bool used = false;
-  };
-  struct Node {
-    OpId op;
-    int32_t next;
-  };
-  size_t find(const Key& k, uint64_t h) const {
-    const size_t mask = table_.size() - 1;
-    size_t i = h & mask;
-    while (table_[i].used && !(table_[i].hash == h && table_[i].key == k)) i = (i + 1) & mask;
-    return i;
-  }
-  int32_t push_node(OpId op) {
-    int32_t n;
-    if (!free_.empty()) n = free_.back(), free_.pop_back();
-    else n = static_cast<int32_t>(nodes_.size()), nodes_.emplace_back();
-    nodes_[static_cast<size_t>(n)] = {op, -1};
-    return n;
-  }
-  // Backward-shift deletion: later entries of the probe run move up, so no tombstones.
-  void erase(size_t i) {
-    const size_t mask = table_.size() - 1;
-    for (size_t j = i;;) {
-      j = (j + 1) & mask;
-      if (!table_[j].used) break;
-      const size_t home = table_[j].hash & mask;
-      const bool movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
-      if (movable) table_[i] = table_[j], i = j;
-    }
-    table_[i].used = false;
-    --live_;
-  }
-  void grow() {
-    std::vector<Entry> old(table_.size() * 2);
-    old.swap(table_);
-    for (const Entry& e : old)
-      if (e.used) table_[find(e.key, e.hash)] = e;
-  }
-
-  std::vector<OpId>& partner_;
-  std::vector<Entry> table_;  // size a power of two, at most half full
-  size_t live_ = 0;
-  std::vector<Node> nodes_;
-  std::vector<int32_t> free_;
 };
 
 // Ops grouped by bucket, each bucket in id order (a counting sort).
@@ -157,14 +64,20 @@ CommMatching match_comms(const Schedule& s) {
   const auto n_ranks = static_cast<int>(s.ranks.size());
   const auto n_groups = static_cast<int>(s.groups.size());
 
-  P2PMatcher p2p(m.partner);
+  P2PMatcher<OpId> p2p;
+  auto pair_up = [&](const P2PMatcher<OpId>::Key& k, bool recv, OpId op) {
+    if (const auto other = p2p.add(k, recv, op)) {
+      m.partner[static_cast<size_t>(op)] = *other;
+      m.partner[static_cast<size_t>(*other)] = op;
+    }
+  };
   KeyIds<std::pair<int, int64_t>> coll;       // group, tag
   std::vector<std::pair<int64_t, OpId>> members;  // (key id, position)
   std::vector<int32_t> position;
   for (const Op& op : s.ops) {
     if (op.rank < 0 || op.rank >= n_ranks) continue;
-    if (op.kind == OpKind::send) p2p.add({op.rank, op.peer, op.tag}, false, op.id);
-    if (op.kind == OpKind::recv) p2p.add({op.peer, op.rank, op.tag}, true, op.id);
+    if (op.kind == OpKind::send) pair_up({op.rank, op.peer, op.tag}, false, op.id);
+    if (op.kind == OpKind::recv) pair_up({op.peer, op.rank, op.tag}, true, op.id);
     if (is_collective(op.kind) && op.group >= 0 && op.group < n_groups) {
       const auto& g = s.groups[static_cast<size_t>(op.group)].ranks;
       auto pos = std::find(g.begin(), g.end(), op.rank);

@@ -427,7 +427,7 @@ TEST(StreamRun, RandomCutsEqualTheWholeRunOrAreRefused) {
 // Many sends of one (sender, receiver, tag) before any receive: each receive
 // pairs with the oldest send still unmatched, as the whole run pairs them.
 // Send k carries k + 1 units, so any other pairing would move every end; 150
-// of them also take the backlog through its compaction.
+// of them keep a long queue waiting on one key.
 TEST(StreamRun, ATagSentAgainBeforeItsPairMatchedPairsOldestFirst) {
   const SmallCluster sc;
   schedule::ScheduleBuilder b;
