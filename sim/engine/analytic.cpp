@@ -48,7 +48,7 @@ class Sim final : public schedule::RunBackend, EventCore<Sim> {
 
   OpTimes run() {
     driver_.start();
-    while (pending()) step(next_is_flow());
+    while (pending()) step(next());
     driver_.check_finished(s_);
     return std::move(st_.times);
   }

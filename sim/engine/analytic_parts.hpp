@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <queue>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -24,12 +26,12 @@
 
 namespace rm::engine::analytic_parts {
 
-// What an event does when its time comes.
+// What an event does when its time comes. (A transfer whose route latency
+// passes is not an event of this queue: Latencies below keeps those.)
 enum class Ev : uint8_t {
   op_done,     // a = op
   p2p_done,    // a = the op that started the pair, b = its partner
   xfer_done,   // a = collective transfer (xfer_id)
-  activate,    // a = pending transfer whose route latency has passed: its bytes start to flow
 };
 
 struct Event {
@@ -128,6 +130,7 @@ class FlowEnds {
 struct RouteCost {
   int32_t link_begin = 0, link_count = 0;
   double latency_s = 0;
+  int32_t lane = -1;  // Latencies' lane of latency_s; -1 when 0
 };
 
 // A send/recv pair's transfer, prepared before the run so that the event loop
@@ -143,11 +146,65 @@ struct Owner {
   int64_t a, b;
 };
 
-// A transfer in its route latency, before its bytes flow.
-struct Pending {
-  Owner owner{-1, -1};
-  double bytes = 0;
-  int32_t route = -1;
+// A transfer in its route latency: its bytes enter the network at t.
+struct Activation {
+  double t;
+  uint64_t seq;  // from the events' counter: orders it among events and flow ends
+  Owner owner;
+  double bytes;
+  int32_t route;
+  FlowEnds::Key key() const { return {t, seq}; }
+};
+
+// The transfers waiting out their route latency, one first-in-first-out lane
+// per latency value. A lane's entries are pushed at a clock that never goes
+// back, with one latency, so they come due in push order, (t, seq) ascending:
+// no heap over the transfers, only a small one over the lanes' heads (a step's
+// tens of millions of transfers went through the event heap before, one push
+// and one pop each). The order of (t, seq) across lanes is the one queue's.
+class Latencies {
+ public:
+  // The lane of a latency value (> 0), made on first use; a run has a few.
+  int32_t lane_of(double latency_s) {
+    for (size_t l = 0; l < lanes_.size(); ++l)
+      if (lanes_[l].latency_s == latency_s) return static_cast<int32_t>(l);
+    lanes_.push_back({latency_s, {}, 0});
+    return static_cast<int32_t>(lanes_.size() - 1);
+  }
+  bool empty() const { return heads_.empty(); }
+  // With !empty(): the transfer due first.
+  const Activation& top() const { return lanes_[static_cast<size_t>(heads_.top())].front(); }
+  void push(int32_t lane, const Activation& a) {
+    Lane& l = lanes_[static_cast<size_t>(lane)];
+    if (l.head < l.q.size() && a.key() < l.q.back().key())
+      throw std::logic_error("analytic engine: a latency lane would leave first-in-first-out order");
+    l.q.push_back(a);
+    if (l.q.size() - l.head == 1) heads_.set(lane, a.key());
+  }
+  Activation pop() {
+    const int32_t lane = heads_.top();
+    Lane& l = lanes_[static_cast<size_t>(lane)];
+    const Activation a = l.q[l.head++];
+    heads_.pop();
+    if (l.head == l.q.size()) {
+      l.q.clear(), l.head = 0;
+    } else {
+      if (l.head >= 4096 && 2 * l.head >= l.q.size())  // a lane that never drains stays bounded
+        l.q.erase(l.q.begin(), l.q.begin() + static_cast<std::ptrdiff_t>(l.head)), l.head = 0;
+      heads_.set(lane, l.front().key());
+    }
+    return a;
+  }
+
+ private:
+  struct Lane {
+    double latency_s;
+    std::vector<Activation> q;
+    size_t head;  // q[head..] are waiting
+    const Activation& front() const { return q[head]; }
+  };
+  std::vector<Lane> lanes_;
+  FlowEnds heads_;  // the same indexed heap as the flow ends', over lanes keyed by their heads
 };
 
 // The route src -> dst as the engine runs it: its links appended to `links`
@@ -190,15 +247,29 @@ class EventCore {
   EventCore(const topology::Topology& t, const cost::CostModel& m, std::vector<double> capacity)
       : t_(t), m_(m), net_(std::move(capacity)) {}
 
-  bool pending() const { return !queue_.empty() || !ends_.empty(); }
-  // With pending(): whether the next to handle is a flow's end (else queue_.top()).
-  bool next_is_flow() const {
-    return !ends_.empty() && (queue_.empty() || ends_.key(ends_.top()) < FlowEnds::Key{queue_.top().t, queue_.top().seq});
+  bool pending() const { return !queue_.empty() || !ends_.empty() || !latencies_.empty(); }
+  // Which comes first: an event (queue_.top()), a flow's end (ends_.top()) or
+  // a transfer's entry into the network (latencies_.top()).
+  enum class Next : uint8_t { event, flow, activation };
+  // With pending(): the source of the next to handle, the least (t, seq) of the three.
+  Next next() const {
+    Next n = Next::event;
+    FlowEnds::Key k{std::numeric_limits<double>::infinity(), ~uint64_t{0}};
+    if (!queue_.empty()) k = {queue_.top().t, queue_.top().seq};
+    if (!ends_.empty() && ends_.key(ends_.top()) < k) n = Next::flow, k = ends_.key(ends_.top());
+    if (!latencies_.empty() && latencies_.top().key() < k) n = Next::activation;
+    return n;
   }
-  // Handles the next flow end or event (next_is_flow() says which).
-  void step(bool flow) {
+  // Handles the next (next() says from where).
+  void step(Next next) {
     Derived& d = static_cast<Derived&>(*this);
-    if (flow) {
+    if (next == Next::activation) {
+      const Activation a = latencies_.pop();
+      now_ = a.t;
+      begin_flow(a.route, a.bytes, a.owner);
+      return;
+    }
+    if (next == Next::flow) {
       const int32_t f = ends_.top();
       now_ = ends_.key(f).t;
       ends_.pop();
@@ -216,7 +287,6 @@ class EventCore {
       case Ev::op_done: d.op_done(e.a); break;
       case Ev::p2p_done: d.op_done(e.a), d.op_done(e.b); break;
       case Ev::xfer_done: d.xfer_done(e.a); break;
-      case Ev::activate: activate(e.a); break;
     }
   }
 
@@ -232,17 +302,8 @@ class EventCore {
       push(now_ + bytes / m_.local_copy_rate_Bps(), owner.b >= 0 ? Ev::p2p_done : Ev::xfer_done, owner.a, owner.b);
       return;
     }
-    if (rc.latency_s > 0) {
-      int64_t slot;
-      if (free_pending_.empty()) {
-        slot = static_cast<int64_t>(pending_.size());
-        pending_.emplace_back();
-      } else {
-        slot = free_pending_.back();
-        free_pending_.pop_back();
-      }
-      pending_[static_cast<size_t>(slot)] = {owner, bytes, route};
-      push(now_ + rc.latency_s, Ev::activate, slot);
+    if (rc.lane >= 0) {
+      latencies_.push(rc.lane, {now_ + rc.latency_s, seq_++, owner, bytes, route});
       return;
     }
     begin_flow(route, bytes, owner);
@@ -266,6 +327,7 @@ class EventCore {
       rc.latency_s = append_route(t_, m_, sym_.get(), src, dst, route_links_, route_weights_, why);
       if (!why.empty()) throw ShortcutNotExact(why);
       rc.link_count = static_cast<int32_t>(route_links_.size()) - rc.link_begin;
+      if (rc.latency_s > 0) rc.lane = latencies_.lane_of(rc.latency_s);
       routes_.push_back(rc);
       route_keys_.push_back(key);
     }
@@ -290,13 +352,6 @@ class EventCore {
   std::vector<int32_t> route_weights_;  // with sym_: per entry of route_links_
 
  private:
-  // Latency passed: the bytes enter the network.
-  void activate(int64_t slot) {
-    const Pending p = pending_[static_cast<size_t>(slot)];
-    free_pending_.push_back(slot);
-    begin_flow(p.route, p.bytes, p.owner);
-  }
-
   void begin_flow(int32_t route, double bytes, Owner owner) {
     const RouteCost& rc = routes_[static_cast<size_t>(route)];
     const auto links = std::span<const int>(route_links_).subspan(size_t(rc.link_begin), size_t(rc.link_count));
@@ -321,8 +376,7 @@ class EventCore {
   FlowEnds ends_;
 
  private:
-  std::vector<Pending> pending_;
-  std::vector<int64_t> free_pending_;
+  Latencies latencies_;
   uint64_t seq_ = 0;
 };
 

@@ -170,7 +170,7 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
   // --- the analytic backend (EventCore, shared with analytic.cpp's Sim)
   friend EventCore<Impl>;
   void run(bool to_end);
-  bool ends_newest(bool flow) const;
+  bool ends_newest(Next next) const;
   void post(Loc l) {
     l.c->state[l.i] |= kPosted;
     l.c->start[l.i] = now_;
@@ -561,11 +561,12 @@ void StreamRun::Impl::start_op(OpId id) {
 
 // ---------------------------------------------------------------- the backend
 
-// Whether the next event (a flow end when `flow`) would end an op of the newest
+// Whether the next to handle (next() says from where) would end an op of the newest
 // chunk: the run stops there until the next chunk has arrived.
-bool StreamRun::Impl::ends_newest(bool flow) const {
+bool StreamRun::Impl::ends_newest(Next next) const {
   auto of_call = [&](int64_t x) { return calls_.at(xfer_call(x)).max_id >= newest_base_; };
-  if (flow) {
+  if (next == Next::activation) return false;  // a transfer's bytes start to flow: nothing ends
+  if (next == Next::flow) {
     const Owner& o = owners_[size_t(ends_.top())];
     return o.b >= 0 ? std::max(o.a, o.b) >= newest_base_ : of_call(o.a);
   }
@@ -574,16 +575,15 @@ bool StreamRun::Impl::ends_newest(bool flow) const {
     case Ev::op_done: return e.a >= newest_base_;
     case Ev::p2p_done: return std::max(e.a, e.b) >= newest_base_;
     case Ev::xfer_done: return of_call(e.a);
-    case Ev::activate: return false;
   }
   return false;
 }
 
 void StreamRun::Impl::run(bool to_end) {
   while (pending()) {
-    const bool flow = next_is_flow();
-    if (!to_end && ends_newest(flow)) return;
-    step(flow);
+    const Next next = this->next();
+    if (!to_end && ends_newest(next)) return;
+    step(next);
     retire();
     if (!graveyard_.empty() && graveyard_time_ < now_) release_graveyard();
   }
