@@ -129,15 +129,22 @@ void FlowNetwork::solve_around(std::span<const int> links, double now) {
     fg.rate = -1;  // open
   }
   size_t open_flows = comp_flows_.size();
+  // The links still carrying open flows, in comp_links_ order: each scan drops
+  // those left without (they never get one back), so a large component's later
+  // rounds visit fewer links. The order, so every choice, is the full scan's.
+  live_.assign(comp_links_.begin(), comp_links_.end());
   while (open_flows > 0) {
     int best = -1;
     double share = std::numeric_limits<double>::infinity();
-    for (int l : comp_links_) {
+    size_t kept = 0;
+    for (int l : live_) {
       const int32_t n = open_[static_cast<size_t>(l)];
       if (n == 0) continue;
+      live_[kept++] = l;
       const double s = left_[static_cast<size_t>(l)] / n;
       if (s < share) share = s, best = l;  // ties: the first link found, so deterministic
     }
+    live_.resize(kept);
     binding_[static_cast<size_t>(best)] = 1;
     for (int32_t g : on_link_[static_cast<size_t>(best)]) {
       Flow& fg = flows_[static_cast<size_t>(g)];

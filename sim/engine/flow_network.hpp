@@ -87,6 +87,7 @@ class FlowNetwork {
   uint32_t stamp_ = 0;
   std::vector<int32_t> comp_flows_;
   std::vector<int> comp_links_;
+  std::vector<int> live_;  // solve_around: the component's links that still carry open flows
   std::vector<double> left_;   // per link: capacity not yet given to frozen flows
   std::vector<int32_t> open_;  // per link: weights of the flows on it not yet frozen
   std::vector<double> old_rate_;

@@ -223,6 +223,146 @@ TEST(FlowNetwork, CompletionTimesMatchAFromScratchFluidSimulation) {
   }
 }
 
+// The solver as it ran before it dropped emptied links from its scans: the
+// component found breadth-first from the changed flow's links, and every one
+// of its links scanned in that order each round, the first least share
+// winning. Rates only; flow ids, link lists and the lone-flow shortcut as in
+// FlowNetwork. The tie order decides the last bits of the rates, so the real
+// solver must equal it bit for bit.
+class ScanAllLinks {
+ public:
+  explicit ScanAllLinks(std::vector<double> caps) : cap_(std::move(caps)), on_(cap_.size()) {}
+  int32_t start(const std::vector<int>& links, const std::vector<int32_t>& w) {
+    int32_t id;
+    if (!free_.empty()) id = free_.back(), free_.pop_back();
+    else id = int32_t(f_.size()), f_.emplace_back();
+    F& f = f_[size_t(id)];
+    bool weighted = false;
+    for (int32_t x : w) weighted = weighted || x != 1;
+    f = {links, weighted ? w : std::vector<int32_t>{}, 0, true};
+    bool alone = true;
+    for (int l : links) alone = alone && on_[size_t(l)].empty();
+    for (int l : links) on_[size_t(l)].push_back(id);
+    if (alone && !weighted) {
+      f.rate = 1e300;
+      for (int l : links) f.rate = std::min(f.rate, cap_[size_t(l)]);
+    } else {
+      solve(links);
+    }
+    return id;
+  }
+  void finish(int32_t id) {
+    F& f = f_[size_t(id)];
+    f.active = false;
+    free_.push_back(id);
+    bool shared = false;
+    for (int l : f.links) {
+      auto& on = on_[size_t(l)];
+      on.erase(std::find(on.begin(), on.end(), id));
+      shared = shared || !on.empty();
+    }
+    if (shared) solve(f.links);
+  }
+  double rate(int32_t id) const { return f_[size_t(id)].rate; }
+  int64_t ties = 0;  // rounds where another link had the least share too
+
+ private:
+  struct F {
+    std::vector<int> links;
+    std::vector<int32_t> w;
+    double rate;
+    bool active;
+    int32_t weight(size_t i) const { return w.empty() ? 1 : w[i]; }
+  };
+  void solve(const std::vector<int>& from) {
+    std::vector<int> links;
+    std::vector<int32_t> flows;
+    std::vector<char> seen_link(cap_.size(), 0), seen_flow(f_.size(), 0);
+    for (int l : from)
+      if (!seen_link[size_t(l)]) seen_link[size_t(l)] = 1, links.push_back(l);
+    for (size_t i = 0; i < links.size(); ++i)
+      for (int32_t g : on_[size_t(links[i])]) {
+        if (seen_flow[size_t(g)]) continue;
+        seen_flow[size_t(g)] = 1, flows.push_back(g);
+        for (int m : f_[size_t(g)].links)
+          if (!seen_link[size_t(m)]) seen_link[size_t(m)] = 1, links.push_back(m);
+      }
+    std::vector<double> left(cap_.size());
+    std::vector<int32_t> open(cap_.size(), 0);
+    for (int l : links) {
+      left[size_t(l)] = cap_[size_t(l)];
+      for (int32_t g : on_[size_t(l)]) {
+        const F& fg = f_[size_t(g)];
+        open[size_t(l)] += fg.weight(size_t(std::find(fg.links.begin(), fg.links.end(), l) - fg.links.begin()));
+      }
+    }
+    for (int32_t g : flows) f_[size_t(g)].rate = -1;
+    for (size_t open_flows = flows.size(); open_flows > 0;) {
+      int best = -1;
+      double share = 1e300;
+      for (int l : links) {
+        if (open[size_t(l)] == 0) continue;
+        const double s = left[size_t(l)] / open[size_t(l)];
+        if (s < share) share = s, best = l;
+        else if (s == share) ++ties;  // a later link as tight: the earlier wins
+      }
+      for (int32_t g : on_[size_t(best)]) {
+        F& fg = f_[size_t(g)];
+        if (fg.rate >= 0) continue;
+        fg.rate = share;
+        for (size_t i = 0; i < fg.links.size(); ++i) {
+          left[size_t(fg.links[i])] -= fg.weight(i) == 1 ? share : fg.weight(i) * share;
+          open[size_t(fg.links[i])] -= fg.weight(i);
+        }
+        --open_flows;
+      }
+    }
+  }
+  std::vector<double> cap_;
+  std::vector<std::vector<int32_t>> on_;
+  std::vector<F> f_;
+  std::vector<int32_t> free_;
+};
+
+TEST(FlowNetwork, RatesEqualAScanOfEveryLinkBitForBit) {
+  // Whole-number capacities over few links and weights 1-3: equal shares on
+  // several links at once are common, and which one freezes first moves bits.
+  std::mt19937_64 rng(23);
+  int64_t ties = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int links = 3 + int(rng() % 12);
+    std::vector<double> caps;
+    for (int l = 0; l < links; ++l) caps.push_back(double(1 + rng() % 6) * 10);
+    const bool weighted = trial % 2 == 1;
+    FlowNetwork net(caps);
+    ScanAllLinks ref(caps);
+    std::vector<int32_t> active, active_ref;
+    for (int step = 0; step < 60; ++step) {
+      if (!active.empty() && rng() % 3 == 0) {
+        const size_t i = rng() % active.size();
+        net.finish(active[i], 0);
+        ref.finish(active_ref[i]);
+        active.erase(active.begin() + long(i));
+        active_ref.erase(active_ref.begin() + long(i));
+      } else {
+        std::vector<int> r;
+        for (int l = 0; l < links; ++l)
+          if (rng() % 4 == 0) r.push_back(l);
+        if (r.empty()) r.push_back(int(rng() % uint64_t(links)));
+        std::vector<int32_t> w;
+        if (weighted)
+          for (size_t i = 0; i < r.size(); ++i) w.push_back(1 + int32_t(rng() % 3));
+        active.push_back(net.start(r, w, 1, 0));
+        active_ref.push_back(ref.start(r, w));
+      }
+      for (size_t i = 0; i < active.size(); ++i)
+        ASSERT_EQ(net.rate(active[i]), ref.rate(active_ref[i])) << "trial " << trial << " step " << step << " flow " << i;
+    }
+    ties += ref.ties;
+  }
+  EXPECT_GT(ties, 1000) << "the cases must exercise ties";
+}
+
 TEST(FlowNetwork, SameCallsSameBits) {
   std::vector<Run::Start> flows;
   std::mt19937_64 rng(3);
