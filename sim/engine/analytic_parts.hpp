@@ -42,13 +42,14 @@ struct Event {
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
-// When each flow in flight ends at its current rate: a min-heap of flow ids
-// on (t, seq), updated in place when a rate changes. (A plain event queue
-// would keep every superseded end as a stale entry: under contention it grows
-// with each rate change, and every push and pop pays for its size.) Keys take
-// their seq from the same counter as the events, so the order in which events
-// and flow ends are handled is exactly that of one queue of both.
-class FlowEnds {
+// A min-heap of small integer ids on (t, seq), each id's key updated in place.
+// It orders the flows in flight by when they end at their current rates (a
+// plain event queue would keep every superseded end as a stale entry: under
+// contention it grows with each rate change, and every push and pop pays for
+// its size), and Latencies' lanes by their heads. Keys take their seq from the
+// events' counter, so events, flow ends and lanes are handled exactly in the
+// order of one queue of all.
+class IndexedTimeHeap {
  public:
   struct Key {
     double t;
@@ -56,72 +57,76 @@ class FlowEnds {
     bool operator<(const Key& o) const { return t != o.t ? t < o.t : seq < o.seq; }
   };
   bool empty() const { return heap_.empty(); }
-  int32_t top() const { return heap_.front(); }
-  const Key& key(int32_t f) const { return key_[static_cast<size_t>(f)]; }
+  int32_t top() const { return heap_.front().id; }
+  const Key& top_key() const { return heap_.front().key; }
   void set(int32_t f, Key k) {
     const auto i = static_cast<size_t>(f);
-    if (i >= key_.size()) key_.resize(i + 1), pos_.resize(i + 1, -1);
-    key_[i] = k;
+    if (i >= pos_.size()) pos_.resize(i + 1, -1);
     if (pos_[i] < 0) {
-      pos_[i] = static_cast<int32_t>(heap_.size());
-      heap_.push_back(f);
+      heap_.push_back({k, f});
+      rise(heap_.size() - 1, heap_.back());
+      return;
     }
-    rise(static_cast<size_t>(pos_[i]), f);
-    down(static_cast<size_t>(pos_[i]));
+    const auto at = static_cast<size_t>(pos_[i]);
+    const Entry e{k, f};
+    if (k < heap_[at].key)
+      rise(at, e);
+    else
+      sink(at, e);
   }
   // Bottom-up (Floyd): the hole left by the top sinks to a leaf along the
   // smaller children, one comparison a level instead of two, and the last entry
   // rises from there (rarely far: it came from the bottom). The keys are
   // distinct, so the order of pops is that of any min-heap.
   void pop() {
-    pos_[static_cast<size_t>(heap_.front())] = -1;
-    const int32_t last = heap_.back();
+    pos_[static_cast<size_t>(heap_.front().id)] = -1;
+    const Entry last = heap_.back();
     heap_.pop_back();
     const size_t n = heap_.size();
     if (n == 0) return;
     size_t hole = 0;
     for (size_t c = 1; c < n; c = 2 * hole + 1) {
-      if (c + 1 < n && less(c + 1, c)) ++c;
-      heap_[hole] = heap_[c];
-      pos_[static_cast<size_t>(heap_[hole])] = static_cast<int32_t>(hole);
+      if (c + 1 < n && heap_[c + 1].key < heap_[c].key) ++c;
+      place(hole, heap_[c]);
       hole = c;
     }
     rise(hole, last);
   }
 
  private:
-  bool less(size_t a, size_t b) const { return key(heap_[a]) < key(heap_[b]); }
-  void swap_at(size_t a, size_t b) {
-    std::swap(heap_[a], heap_[b]);
-    pos_[static_cast<size_t>(heap_[a])] = static_cast<int32_t>(a);
-    pos_[static_cast<size_t>(heap_[b])] = static_cast<int32_t>(b);
+  // The key sits with its id in the heap's array, so a sift compares
+  // neighbouring entries instead of looking each key up by id.
+  struct Entry {
+    Key key;
+    int32_t id;
+  };
+  void place(size_t at, const Entry& e) {
+    heap_[at] = e;
+    pos_[static_cast<size_t>(e.id)] = static_cast<int32_t>(at);
   }
-  // Flow f goes to `hole` or above it, the entries it passes moving down a level.
-  void rise(size_t hole, int32_t f) {
-    const Key& k = key(f);
-    while (hole > 0 && k < key(heap_[(hole - 1) / 2])) {
+  // e goes to `hole` or above it, the entries it passes moving down a level.
+  void rise(size_t hole, Entry e) {
+    while (hole > 0) {
       const size_t parent = (hole - 1) / 2;
-      heap_[hole] = heap_[parent];
-      pos_[static_cast<size_t>(heap_[hole])] = static_cast<int32_t>(hole);
+      if (!(e.key < heap_[parent].key)) break;
+      place(hole, heap_[parent]);
       hole = parent;
     }
-    heap_[hole] = f;
-    pos_[static_cast<size_t>(f)] = static_cast<int32_t>(hole);
+    place(hole, e);
   }
-  void down(size_t i) {
-    for (;;) {
-      size_t m = i;
-      const size_t l = 2 * i + 1, r = l + 1;
-      if (l < heap_.size() && less(l, m)) m = l;
-      if (r < heap_.size() && less(r, m)) m = r;
-      if (m == i) return;
-      swap_at(i, m);
-      i = m;
+  // e goes to `hole` or below it, the smaller child moving up a level each time.
+  void sink(size_t hole, Entry e) {
+    const size_t n = heap_.size();
+    for (size_t c = 2 * hole + 1; c < n; c = 2 * hole + 1) {
+      if (c + 1 < n && heap_[c + 1].key < heap_[c].key) ++c;
+      if (!(heap_[c].key < e.key)) break;
+      place(hole, heap_[c]);
+      hole = c;
     }
+    place(hole, e);
   }
-  std::vector<int32_t> heap_;
-  std::vector<int32_t> pos_;  // per flow: its index in heap_; -1 when not queued
-  std::vector<Key> key_;      // per flow
+  std::vector<Entry> heap_;
+  std::vector<int32_t> pos_;  // per id: its index in heap_; -1 when not queued
 };
 
 // A route's cost, for each (src gpu, dst gpu) pair the Schedule uses: its
@@ -153,7 +158,7 @@ struct Activation {
   Owner owner;
   double bytes;
   int32_t route;
-  FlowEnds::Key key() const { return {t, seq}; }
+  IndexedTimeHeap::Key key() const { return {t, seq}; }
 };
 
 // The transfers waiting out their route latency, one first-in-first-out lane
@@ -204,7 +209,7 @@ class Latencies {
     const Activation& front() const { return q[head]; }
   };
   std::vector<Lane> lanes_;
-  FlowEnds heads_;  // the same indexed heap as the flow ends', over lanes keyed by their heads
+  IndexedTimeHeap heads_;  // the lanes, keyed by their heads
 };
 
 // The route src -> dst as the engine runs it: its links appended to `links`
@@ -254,9 +259,9 @@ class EventCore {
   // With pending(): the source of the next to handle, the least (t, seq) of the three.
   Next next() const {
     Next n = Next::event;
-    FlowEnds::Key k{std::numeric_limits<double>::infinity(), ~uint64_t{0}};
+    IndexedTimeHeap::Key k{std::numeric_limits<double>::infinity(), ~uint64_t{0}};
     if (!queue_.empty()) k = {queue_.top().t, queue_.top().seq};
-    if (!ends_.empty() && ends_.key(ends_.top()) < k) n = Next::flow, k = ends_.key(ends_.top());
+    if (!ends_.empty() && ends_.top_key() < k) n = Next::flow, k = ends_.top_key();
     if (!latencies_.empty() && latencies_.top().key() < k) n = Next::activation;
     return n;
   }
@@ -271,7 +276,7 @@ class EventCore {
     }
     if (next == Next::flow) {
       const int32_t f = ends_.top();
-      now_ = ends_.key(f).t;
+      now_ = ends_.top_key().t;
       ends_.pop();
       const Owner o = owners_[static_cast<size_t>(f)];
       net_.finish(f, now_);
@@ -376,7 +381,7 @@ class EventCore {
  protected:
   std::vector<Owner> owners_;  // per flow id
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
-  FlowEnds ends_;
+  IndexedTimeHeap ends_;
 
  private:
   Latencies latencies_;

@@ -1,5 +1,5 @@
-// The analytic engine's queues (analytic_parts.hpp): FlowEnds, the indexed
-// heap of flow ends, and Latencies, the first-in-first-out lanes of transfers
+// The analytic engine's queues (analytic_parts.hpp): IndexedTimeHeap, the indexed
+// heap of flow ends (and of the lanes' heads), and Latencies, the first-in-first-out lanes of transfers
 // in their route latency. Both must hand out entries in (t, seq) order exactly
 // as one priority queue of everything would: the engine's ties, and so its
 // answers, depend on it. Checked against std::priority_queue on random runs.
@@ -21,11 +21,11 @@ namespace {
 
 using Ref = std::tuple<double, uint64_t, int64_t>;  // (t, seq, what)
 
-TEST(FlowEnds, PopsInKeyOrderWhileKeysChangeInPlace) {
+TEST(IndexedTimeHeap, PopsInKeyOrderWhileKeysChangeInPlace) {
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 50; ++trial) {
-    FlowEnds heap;
-    std::vector<FlowEnds::Key> live(64, FlowEnds::Key{-1, 0});  // t < 0: not queued
+    IndexedTimeHeap heap;
+    std::vector<IndexedTimeHeap::Key> live(64, IndexedTimeHeap::Key{-1, 0});  // t < 0: not queued
     uint64_t seq = 0;
     std::uniform_real_distribution<double> t(0, 10);
     for (int i = 0; i < 2000; ++i) {
@@ -38,6 +38,8 @@ TEST(FlowEnds, PopsInKeyOrderWhileKeysChangeInPlace) {
         for (size_t g = 0; g < live.size(); ++g)
           if (live[g].t >= 0 && (best < 0 || live[g] < live[size_t(best)])) best = int32_t(g);
         ASSERT_EQ(heap.top(), best);
+        ASSERT_EQ(heap.top_key().seq, live[size_t(best)].seq);
+        ASSERT_EQ(heap.top_key().t, live[size_t(best)].t);
         live[size_t(best)].t = -1;
         heap.pop();
       }
