@@ -14,6 +14,15 @@
 namespace rm::engine {
 namespace {
 
+// A random route over `links` links: each link with chance 1 in `one_in`, else one drawn at random.
+std::vector<int> random_route(std::mt19937_64& rng, int links, uint64_t one_in) {
+  std::vector<int> r;
+  for (int l = 0; l < links; ++l)
+    if (rng() % one_in == 0) r.push_back(l);
+  if (r.empty()) r.push_back(int(rng() % uint64_t(links)));
+  return r;
+}
+
 // The engine's way of running flows to their ends (tests/support/flow_replay.hpp).
 struct Run {
   using Start = test::FlowStart;
@@ -130,10 +139,7 @@ TEST(FlowNetwork, IncrementalRatesMatchAFromScratchSolveAndAreMaxMinFair) {
         before.erase(active[i]);
         active.erase(active.begin() + long(i));
       } else {
-        std::vector<int> r;
-        for (int l = 0; l < links; ++l)
-          if (rng() % 3 == 0) r.push_back(l);
-        if (r.empty()) r.push_back(int(rng() % uint64_t(links)));
+        const std::vector<int> r = random_route(rng, links, 3);
         const int32_t f = net.start(r, 1, 0);
         active.push_back(f);
         route[f] = r;
@@ -345,10 +351,7 @@ TEST(FlowNetwork, RatesEqualAScanOfEveryLinkBitForBit) {
         active.erase(active.begin() + long(i));
         active_ref.erase(active_ref.begin() + long(i));
       } else {
-        std::vector<int> r;
-        for (int l = 0; l < links; ++l)
-          if (rng() % 4 == 0) r.push_back(l);
-        if (r.empty()) r.push_back(int(rng() % uint64_t(links)));
+        const std::vector<int> r = random_route(rng, links, 4);
         std::vector<int32_t> w;
         if (weighted)
           for (size_t i = 0; i < r.size(); ++i) w.push_back(1 + int32_t(rng() % 3));
