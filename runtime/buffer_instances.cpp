@@ -21,7 +21,7 @@ int copies_of(const schedule::Buffer& b, int layers) {
 
 int layer_count(const schedule::Schedule& s) {
   int most = -1;
-  for (const auto& op : s.ops) most = std::max(most, op.layer);
+  for (const auto& op : s.ops) most = std::max(most, int(op.layer));
   return most + 1;
 }
 

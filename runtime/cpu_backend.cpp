@@ -266,16 +266,17 @@ void CpuBackend::start_p2p(OpId op, OpId partner) {
   f->also = {other};
   f->start_s = posted_at_[size_t(mine)];
   const schedule::Access& acc = *s_.access_of(o);
+  const int64_t o_bytes = s_.desc(o).bytes;
   int rc = MPI_SUCCESS;
   if (o.kind == OpKind::send) {
     const int tag = int(o.id % tag_ub_);
     if (acc.reads.size() == 1) {
       auto src = buffer(mine, acc.reads[0]);
-      rc = MPI_Isend(src.data(), int(o.bytes), MPI_BYTE, o.peer, tag, MPI_COMM_WORLD, &f->request);
+      rc = MPI_Isend(src.data(), int(o_bytes), MPI_BYTE, o.peer, tag, MPI_COMM_WORLD, &f->request);
     } else {
       // The element-wise sum of the reads (dK|dV: this step's partial plus the sum that came with the block).
       const DType t = s_.buffers[size_t(acc.reads[0])].dtype;
-      const int64_t n = o.bytes / schedule::dtype_bytes(t);
+      const int64_t n = o_bytes / schedule::dtype_bytes(t);
       std::vector<float> sum(static_cast<size_t>(n), 0.f);
       for (int b : acc.reads) {
         auto src = buffer(mine, b);
@@ -285,16 +286,16 @@ void CpuBackend::start_p2p(OpId op, OpId partner) {
           for (int64_t i = 0; i < n; ++i)
             sum[size_t(i)] += kernels::from_bf16(reinterpret_cast<const kernels::bf16_bits*>(src.data())[i]);
       }
-      f->send.resize(size_t(o.bytes));
-      if (t == DType::fp32) std::memcpy(f->send.data(), sum.data(), size_t(o.bytes));
+      f->send.resize(size_t(o_bytes));
+      if (t == DType::fp32) std::memcpy(f->send.data(), sum.data(), size_t(o_bytes));
       else
         for (int64_t i = 0; i < n; ++i)
           reinterpret_cast<kernels::bf16_bits*>(f->send.data())[i] = kernels::to_bf16(sum[size_t(i)]);
-      rc = MPI_Isend(f->send.data(), int(o.bytes), MPI_BYTE, o.peer, tag, MPI_COMM_WORLD, &f->request);
+      rc = MPI_Isend(f->send.data(), int(o_bytes), MPI_BYTE, o.peer, tag, MPI_COMM_WORLD, &f->request);
     }
   } else {
     auto dst = buffer(mine, acc.writes.at(0));
-    rc = MPI_Irecv(dst.data(), int(o.bytes), MPI_BYTE, o.peer, int(other % tag_ub_), MPI_COMM_WORLD, &f->request);
+    rc = MPI_Irecv(dst.data(), int(o_bytes), MPI_BYTE, o.peer, int(other % tag_ub_), MPI_COMM_WORLD, &f->request);
   }
   if (rc != MPI_SUCCESS) throw std::runtime_error(schedule::describe(s_, mine) + ": MPI refused the transfer");
   in_flight_.push_back(std::move(f));
@@ -313,6 +314,7 @@ void CpuBackend::issue_collective(int64_t call) {
   const OpId mine = order_->local_op(call);
   const schedule::Op& o = s_.ops[size_t(mine)];
   const schedule::Access& acc = *s_.access_of(o);
+  const int64_t o_bytes = s_.desc(o).bytes;
   const schedule::Group& g = s_.groups[size_t(o.group)];
   const MPI_Comm comm = world_.group_comm(o.group);
   const int n = int(g.ranks.size());
@@ -327,28 +329,28 @@ void CpuBackend::issue_collective(int64_t call) {
   int rc = MPI_SUCCESS;
   switch (o.kind) {
     case OpKind::all_reduce:
-      f->recv = concat_reads(mine, o.bytes);
-      rc = MPI_Iallreduce(MPI_IN_PLACE, f->recv.data(), int(o.bytes / width), World::datatype(t), world_.sum(t), comm,
+      f->recv = concat_reads(mine, o_bytes);
+      rc = MPI_Iallreduce(MPI_IN_PLACE, f->recv.data(), int(o_bytes / width), World::datatype(t), world_.sum(t), comm,
                           &f->request);
       break;
     case OpKind::all_gather:
-      f->send = concat_reads(mine, o.bytes / n);
-      f->recv.resize(size_t(o.bytes));
-      rc = MPI_Iallgather(f->send.data(), int(o.bytes / n), MPI_BYTE, f->recv.data(), int(o.bytes / n), MPI_BYTE, comm,
+      f->send = concat_reads(mine, o_bytes / n);
+      f->recv.resize(size_t(o_bytes));
+      rc = MPI_Iallgather(f->send.data(), int(o_bytes / n), MPI_BYTE, f->recv.data(), int(o_bytes / n), MPI_BYTE, comm,
                           &f->request);
       break;
     case OpKind::reduce_scatter:
-      f->send = concat_reads(mine, o.bytes);
-      f->recv.resize(size_t(o.bytes / n));
-      rc = MPI_Ireduce_scatter_block(f->send.data(), f->recv.data(), int(o.bytes / n / width), World::datatype(t),
+      f->send = concat_reads(mine, o_bytes);
+      f->recv.resize(size_t(o_bytes / n));
+      rc = MPI_Ireduce_scatter_block(f->send.data(), f->recv.data(), int(o_bytes / n / width), World::datatype(t),
                                      world_.sum(t), comm, &f->request);
       break;
     case OpKind::broadcast: {
       const int root = int(std::find(g.ranks.begin(), g.ranks.end(), o.peer) - g.ranks.begin());
-      if (me_ != o.peer) f->recv.resize(size_t(o.bytes));
+      if (me_ != o.peer) f->recv.resize(size_t(o_bytes));
       else if (writes_last_queries(s_, o) && compute_.index()) f->recv = compute_.index()->last_queries(mine);
-      else f->recv = concat_reads(mine, o.bytes);
-      rc = MPI_Ibcast(f->recv.data(), int(o.bytes), MPI_BYTE, root, comm, &f->request);
+      else f->recv = concat_reads(mine, o_bytes);
+      rc = MPI_Ibcast(f->recv.data(), int(o_bytes), MPI_BYTE, root, comm, &f->request);
       break;
     }
     case OpKind::all_to_all: {

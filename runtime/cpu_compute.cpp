@@ -92,7 +92,7 @@ void CpuCompute::prepare() {
       continue;
     }
     const int layer = a->index == schedule::IndexSource::pattern ? op.layer : -1;
-    const auto key = std::pair{op.detail, layer};
+    const auto key = std::pair{s_.desc(op).detail, layer};
     if (plans_.count(key)) continue;
     kernels::SparseIndex index;
     if (a->index == schedule::IndexSource::pattern) {
@@ -154,7 +154,7 @@ const kernels::TilePlan& CpuCompute::plan_of(const schedule::Op& op, int64_t b) 
   const schedule::Attention* a = s_.attention_of(op);
   if (a->index == schedule::IndexSource::built) return built_plans_.at(op.id).at(size_t(b));
   const int layer = a->index == schedule::IndexSource::pattern ? op.layer : -1;
-  return plans_.at({op.detail, layer});
+  return plans_.at({s_.desc(op).detail, layer});
 }
 
 void CpuCompute::run(schedule::OpId id) {

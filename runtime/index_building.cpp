@@ -208,7 +208,7 @@ std::vector<std::byte> IndexBuilding::last_queries(OpId bcast) {
   if (qb < 0) fail(s_, bcast, "the root of the last queries' broadcast reads no Q buffer with a layout");
   const auto rows = last_rows(store_.bytes(qb, in_.copy(bcast, qb)), *l_.of(qb), e_.workload.batch, e_.workload.seq_len,
                               e_.model.head_dim);
-  std::vector<std::byte> out(size_t(op.bytes));
+  std::vector<std::byte> out(size_t(s_.desc(op).bytes));
   store_bf16(rows, out);
   return out;
 }

@@ -136,7 +136,7 @@ traces::Timeline measured_timeline(const schedule::Schedule& s, std::span<const 
       durations[i] = end[slot] - start[slot];
     }
     traces::Event& e = tl.events.emplace_back();
-    schedule::fill_event(s.ops[op], e);
+    schedule::fill_event(s.ops[op], s.desc(s.ops[op]), e);
     e.start_s = median(starts);
     e.end_s = median(ends);
     e.samples = static_cast<int>(iterations);  // <= the samples of one op, which all fit in memory

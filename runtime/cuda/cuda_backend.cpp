@@ -176,7 +176,7 @@ CudaBackend::CudaBackend(const CudaInputs& in, const World& world, const LaunchO
     if (!local(op.id) || (op.kind != OpKind::attn_fwd && op.kind != OpKind::attn_bwd)) continue;
     const schedule::Attention* a = s_.attention_of(op);
     if (a->index == schedule::IndexSource::built) continue;  // uploaded when built (not counted here)
-    const std::pair key{op.detail, a->index == schedule::IndexSource::pattern ? op.layer : -1};
+    const std::pair key{s_.desc(op).detail, a->index == schedule::IndexSource::pattern ? op.layer : -1};
     if (tile_plans.count(key)) continue;
     const kernels::TilePlan& tp = rank_of(op.id).plans->plan_of(op);
     tile_plans.emplace(key, &tp);
@@ -295,11 +295,11 @@ int64_t CudaBackend::scratch_need(OpId id) const {
       const schedule::Gemm* g = s_.gemm_of(op);
       return g ? f32(g->m * g->k) + f32(g->k * g->n) + f32(g->m * g->n) : 0;
     }
-    case OpKind::send: return emulate_ ? 0 : aligned(op.bytes);
+    case OpKind::send: return emulate_ ? 0 : aligned(s_.desc(op).bytes);
     case OpKind::all_reduce:
     case OpKind::all_gather:
     case OpKind::reduce_scatter:
-    case OpKind::broadcast: return 2 * aligned(op.bytes);
+    case OpKind::broadcast: return 2 * aligned(s_.desc(op).bytes);
     case OpKind::all_to_all: {
       if (emulate_) return 0;
       const ExchangePlan& p = exchanges_.at(id);
@@ -471,7 +471,7 @@ void CudaBackend::attention(OpId id, bool backward) {
       if (it == built_plans_.end()) throw schedule::ScheduleError("its index was never built (no conversion op ran before it)");
       return *it->second.at(size_t(b));
     }
-    return *device_plans_.at({op.detail, a.index == schedule::IndexSource::pattern ? op.layer : -1});
+    return *device_plans_.at({s_.desc(op).detail, a.index == schedule::IndexSource::pattern ? op.layer : -1});
   };
   Stream& st = stream_of(id);
   const cudaStream_t cs = st.stream;
@@ -710,7 +710,7 @@ void CudaBackend::start_p2p(OpId op, OpId partner) {
   Stream& rs = stream_of(recv);
   const schedule::Access& sa = *s_.access_of(s_.ops[size_t(send)]);
   const schedule::Access& ra = *s_.access_of(s_.ops[size_t(recv)]);
-  const int64_t bytes = s_.ops[size_t(send)].bytes;
+  const int64_t bytes = s_.desc(s_.ops[size_t(send)]).bytes;
   std::byte* dst = device(recv, ra.writes.at(0));
   cuda_check(cudaStreamWaitEvent(rs.stream, start_[size_t(send)], 0), "cudaStreamWaitEvent");
   if (sa.reads.size() == 1) {
@@ -754,8 +754,8 @@ void CudaBackend::issue_nccl_run(size_t k) {
       const DType t = s_.buffers[size_t(acc.reads[0])].dtype;
       std::vector<const void*> in;
       for (int b : acc.reads) in.push_back(device(id, b));
-      data = st.take<std::byte>(o.bytes);
-      dev::sum(in.data(), int(in.size()), elem(t), data, o.bytes / schedule::dtype_bytes(t), st.stream);
+      data = st.take<std::byte>(s_.desc(o).bytes);
+      dev::sum(in.data(), int(in.size()), elem(t), data, s_.desc(o).bytes / schedule::dtype_bytes(t), st.stream);
     }
     items.push_back({id, data});
   }
@@ -765,8 +765,8 @@ void CudaBackend::issue_nccl_run(size_t k) {
     const schedule::Op& o = s_.ops[size_t(it.op)];
     const ncclComm_t comm = nccl_->channel(channels_.of_op[size_t(it.op)]);
     const std::string what = fmt::format("rank {}: {}", o.rank, schedule::describe(s_, it.op));
-    if (o.kind == OpKind::send) nccl_check(ncclSend(it.data, size_t(o.bytes), ncclUint8, o.peer, comm, st.stream), what);
-    else nccl_check(ncclRecv(it.data, size_t(o.bytes), ncclUint8, o.peer, comm, st.stream), what);
+    if (o.kind == OpKind::send) nccl_check(ncclSend(it.data, size_t(s_.desc(o).bytes), ncclUint8, o.peer, comm, st.stream), what);
+    else nccl_check(ncclRecv(it.data, size_t(s_.desc(o).bytes), ncclUint8, o.peer, comm, st.stream), what);
   }
   nccl_check(ncclGroupEnd(), "ncclGroupEnd");
   for (const Item& it : items) cuda_check(cudaEventRecord(end_[size_t(it.op)], st.stream), "cudaEventRecord");
@@ -811,29 +811,29 @@ void CudaBackend::issue_nccl_collective(int64_t call) {
     if (acc.writes.size() == 1 && device_size(mine, acc.writes[0]) >= bytes) return device(mine, acc.writes[0]);
     return staged_out = st.take<std::byte>(bytes);
   };
-  int64_t out_bytes = o.bytes;
+  int64_t out_bytes = s_.desc(o).bytes;
   switch (o.kind) {
     case OpKind::all_reduce: {
-      const std::byte* in = input(o.bytes);
-      nccl_check(ncclAllReduce(in, output(o.bytes), size_t(o.bytes / width), nccl_type(t), ncclSum, comm, cs), what);
+      const std::byte* in = input(s_.desc(o).bytes);
+      nccl_check(ncclAllReduce(in, output(s_.desc(o).bytes), size_t(s_.desc(o).bytes / width), nccl_type(t), ncclSum, comm, cs), what);
       break;
     }
     case OpKind::all_gather: {
-      const std::byte* in = input(o.bytes / n);
-      nccl_check(ncclAllGather(in, output(o.bytes), size_t(o.bytes / n), ncclUint8, comm, cs), what);
+      const std::byte* in = input(s_.desc(o).bytes / n);
+      nccl_check(ncclAllGather(in, output(s_.desc(o).bytes), size_t(s_.desc(o).bytes / n), ncclUint8, comm, cs), what);
       break;
     }
     case OpKind::reduce_scatter: {
-      const std::byte* in = input(o.bytes);
-      out_bytes = o.bytes / n;
+      const std::byte* in = input(s_.desc(o).bytes);
+      out_bytes = s_.desc(o).bytes / n;
       nccl_check(ncclReduceScatter(in, output(out_bytes), size_t(out_bytes / width), nccl_type(t), ncclSum, comm, cs), what);
       break;
     }
     case OpKind::broadcast: {
       const int root = int(std::find(grp.ranks.begin(), grp.ranks.end(), o.peer) - grp.ranks.begin());
-      std::byte* out = output(o.bytes);
-      const std::byte* in = o.rank == o.peer ? input(o.bytes) : out;
-      nccl_check(ncclBroadcast(in, out, size_t(o.bytes), ncclUint8, root, comm, cs), what);
+      std::byte* out = output(s_.desc(o).bytes);
+      const std::byte* in = o.rank == o.peer ? input(s_.desc(o).bytes) : out;
+      nccl_check(ncclBroadcast(in, out, size_t(s_.desc(o).bytes), ncclUint8, root, comm, cs), what);
       break;
     }
     case OpKind::all_to_all: {
@@ -900,7 +900,7 @@ void CudaBackend::emulate_collective(int64_t call) {
   const schedule::Op& first = s_.ops[size_t(ops[0])];
   const schedule::Group& grp = s_.groups[size_t(first.group)];
   const size_t n = ops.size();
-  const int64_t bytes = first.bytes;
+  const int64_t bytes = s_.desc(first).bytes;
   const schedule::Access& acc0 = *s_.access_of(first);
   const DType t = s_.buffers[size_t(!acc0.writes.empty() ? acc0.writes[0] : acc0.reads.at(0))].dtype;
   const int64_t width = schedule::dtype_bytes(t);

@@ -82,14 +82,14 @@ double op_model_seconds(const Run& r, const Priced& pr, schedule::OpId id) {
   if (schedule::is_compute(op.kind)) return pr.model.compute_seconds(s, op);
   const auto route = [&](std::pair<int, int> h) { return pr.model.route_cost(pr.topo, pr.routes().route(h.first, h.second)); };
   const auto hs = hops(s, op);
-  if (!schedule::is_collective(op.kind)) return cost::CostModel::transfer_seconds(route(hs.front()), double(op.bytes));
+  if (!schedule::is_collective(op.kind)) return cost::CostModel::transfer_seconds(route(hs.front()), double(s.desc(op).bytes));
   double lat = 0, rate = std::numeric_limits<double>::infinity();
   for (const auto& h : hs) {
     const auto c = route(h);
     lat = std::max(lat, c.latency_s);
     rate = std::min(rate, c.rate_Bps);
   }
-  return cost::CostModel::collective_seconds(op.kind, static_cast<int>(hs.size()), double(op.bytes), lat, rate);
+  return cost::CostModel::collective_seconds(op.kind, static_cast<int>(hs.size()), double(s.desc(op).bytes), lat, rate);
 }
 
 void check_same_machine(std::span<const Run* const> runs, const CostParams& base) {

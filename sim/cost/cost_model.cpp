@@ -22,9 +22,10 @@ double CostModel::attention_tflops(bool backward, bool causal, double tokens) co
   return interpolate_tflops(kernel_.curve(backward, causal), tokens);
 }
 
-AttentionCall CostModel::attention_call(const schedule::Schedule& s, const schedule::Op& op) {
-  AttentionCall a{op.flops, double(op.blocks), op.kind == OpKind::attn_bwd, true, double(op.tokens)};
-  const schedule::Attention* d = s.attention_of(op);
+AttentionCall CostModel::attention_call(const schedule::Schedule& s, const schedule::Op& op,
+                                        const schedule::OpDesc& od) {
+  AttentionCall a{od.flops, double(od.blocks), op.kind == OpKind::attn_bwd, true, double(od.tokens)};
+  const schedule::Attention* d = s.attention_of(op.kind, od);
   auto set = [&](int id) { return id >= 0 && size_t(id) < s.token_sets.size() ? &s.token_sets[size_t(id)] : nullptr; };
   if (d && set(d->q_tokens) && set(d->kv_tokens)) {
     const schedule::TokenSet& q = *set(d->q_tokens);
@@ -51,12 +52,13 @@ double CostModel::attention_seconds(const AttentionCall& a) const {
   return c_.cost.kernel_launch_us * 1e-6 + attention_work_seconds(a);
 }
 
-double CostModel::compute_seconds(const schedule::Schedule& s, const schedule::Op& op) const {
+double CostModel::compute_seconds(const schedule::Schedule& s, const schedule::Op& op,
+                                  const schedule::OpDesc& d) const {
   const bool attention = op.kind == OpKind::attn_fwd || op.kind == OpKind::attn_bwd;
   const double gemm_rate = c_.gpu.peak_tflops_bf16 * 1e12 * c_.cost.gemm_efficiency;
   const double hbm = c_.gpu.hbm_bandwidth_GBps * 1e9 * c_.cost.elementwise_efficiency;
-  const double t_work = attention ? attention_work_seconds(attention_call(s, op)) : op.flops > 0 ? op.flops / gemm_rate : 0.0;
-  const double t_bytes = op.bytes > 0 ? double(op.bytes) / hbm : 0.0;
+  const double t_work = attention ? attention_work_seconds(attention_call(s, op, d)) : d.flops > 0 ? d.flops / gemm_rate : 0.0;
+  const double t_bytes = d.bytes > 0 ? double(d.bytes) / hbm : 0.0;
   return c_.cost.kernel_launch_us * 1e-6 + std::max(t_work, t_bytes);
 }
 

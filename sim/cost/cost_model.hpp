@@ -67,7 +67,11 @@ class CostModel {
   // Attention ops: work and rate from attention_seconds, the call read off the
   // op's descriptor (attention_call). gemm, elementwise and index_build: work =
   // flops at peak x gemm_efficiency (elementwise ops' bytes normally dominate).
-  double compute_seconds(const schedule::Schedule& s, const schedule::Op& op) const;
+  double compute_seconds(const schedule::Schedule& s, const schedule::Op& op) const {
+    return compute_seconds(s, op, s.desc(op));
+  }
+  // The same with the op's entry given (a streamed chunk keeps its own).
+  double compute_seconds(const schedule::Schedule& s, const schedule::Op& op, const schedule::OpDesc& d) const;
 
   // The call an attention op makes: flops and blocks from the op; tokens = its
   // query token set's size; causal when the causal mask cuts it and its queries
@@ -79,7 +83,10 @@ class CostModel {
   // mask cuts its tiles off the diagonal (stripes narrower than a tile) runs
   // causal, as ring-flash-attention's stripe calls the causal kernel on shifted
   // slices at every step.
-  static AttentionCall attention_call(const schedule::Schedule& s, const schedule::Op& op);
+  static AttentionCall attention_call(const schedule::Schedule& s, const schedule::Op& op) {
+    return attention_call(s, op, s.desc(op));
+  }
+  static AttentionCall attention_call(const schedule::Schedule& s, const schedule::Op& op, const schedule::OpDesc& d);
 
   // Seconds of one attention call: launch + work / (attention_tflops x 1e12), where
   // work = flops for kernels whose rates count allowed pairs (fa2, fa3), and

@@ -80,7 +80,7 @@ inline ModelFlops dense_causal_model_flops(const Experiment& e) {
 inline double mask_attention_fwd_flops(const schedule::Schedule& s) {
   double f = 0;
   for (const auto& op : s.ops)
-    if (op.kind == schedule::OpKind::attn_fwd && op.phase == schedule::Phase::forward) f += op.flops;
+    if (op.kind == schedule::OpKind::attn_fwd && op.phase == schedule::Phase::forward) f += s.desc(op).flops;
   return f;
 }
 
@@ -88,12 +88,12 @@ inline double mask_attention_fwd_flops(const schedule::Schedule& s) {
 // every entry of the tiles it visits, masked or not (blocks x tile FLOPs);
 // any other op its flops. The numerator of HFU, summed over every compute op
 // (recomputation included).
-inline double executed_flops(const schedule::Op& op, int64_t bq, int64_t bk, int head_dim) {
-  if (op.blocks > 0 && (op.kind == schedule::OpKind::attn_fwd || op.kind == schedule::OpKind::attn_bwd)) {
-    return std::max(op.flops, tile_kernel_flops(double(op.blocks), bq, bk, head_dim,
-                                                op.kind == schedule::OpKind::attn_bwd));
+inline double executed_flops(const schedule::Op& op, const schedule::OpDesc& d, int64_t bq, int64_t bk, int head_dim) {
+  if (d.blocks > 0 && (op.kind == schedule::OpKind::attn_fwd || op.kind == schedule::OpKind::attn_bwd)) {
+    return std::max(d.flops, tile_kernel_flops(double(d.blocks), bq, bk, head_dim,
+                                               op.kind == schedule::OpKind::attn_bwd));
   }
-  return op.flops;
+  return d.flops;
 }
 
 }  // namespace rm::cost

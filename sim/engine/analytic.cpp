@@ -40,7 +40,7 @@ class Sim final : public schedule::RunBackend, EventCore<Sim> {
       if (op.kind != schedule::OpKind::send) continue;
       const int32_t x = static_cast<int32_t>(p2p_.size());
       p2p_.push_back({route(p_.gpu_of_rank[static_cast<size_t>(op.rank)], p_.gpu_of_rank[static_cast<size_t>(op.peer)]),
-                      double(op.bytes)});
+                      double(s.desc(op).bytes)});
       p2p_of_[id] = x;
       p2p_of_[static_cast<size_t>(run.match.partner[id])] = x;
     }

@@ -73,7 +73,7 @@ traces::Timeline to_timeline(const schedule::Schedule& s, const schedule::RunPla
     for (const Key& key : keys) {
       const schedule::Op& op = s.ops[static_cast<size_t>(key.op)];
       traces::Event& e = tl.events.emplace_back();
-      schedule::fill_event(op, e);
+      schedule::fill_event(op, s.desc(op), e);
       e.start_s = key.start;
       e.end_s = key.end;
     }

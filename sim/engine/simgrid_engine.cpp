@@ -227,7 +227,7 @@ class SgRun final : public schedule::RunBackend {
   void start_p2p(OpId id, OpId partner) override {
     const Op& op = s_.ops[static_cast<size_t>(id)];
     const Op& send = op.kind == schedule::OpKind::send ? op : s_.ops[static_cast<size_t>(partner)];
-    start_transfer(gpu(send.rank), gpu(send.peer), double(send.bytes), Kind::p2p, send.id);
+    start_transfer(gpu(send.rank), gpu(send.peer), double(s_.desc(send).bytes), Kind::p2p, send.id);
   }
 
   void start_transfer(int src, int dst, double bytes, Kind kind, int64_t index) {

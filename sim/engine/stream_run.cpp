@@ -36,6 +36,7 @@ enum : uint8_t { kPosted = 1, kDone = 2, kTransfer = 4, kBytes = 8 /* p2p: its p
 struct Chunk {
   OpId base = 0;
   std::vector<Op> ops;
+  std::vector<schedule::OpDesc> descs;  // the entries its ops name
   std::vector<double> compute_s, start, end;
   std::vector<int32_t> deps_left;
   std::vector<int32_t> run_length;  // ops in the run the op heads (0: not a head)
@@ -45,7 +46,7 @@ struct Chunk {
   std::vector<int32_t> first_dependent, last_dependent;  // per op: its list in `edges` (-1: none)
   std::vector<uint8_t> state;
   // Read at every launch and end: kept here, dense, so that the run does not
-  // go back to the 112-byte Op (a cache miss each time on large rings).
+  // go back to the Op record (a cache miss each time on large rings).
   std::vector<uint8_t> kind, phase;
   std::vector<int32_t> src_rank, dst_rank;  // p2p: its pair's sender and receiver (-1: not p2p)
   std::vector<uint32_t> dep_begin;  // op i's dependencies: dep_ids[dep_begin[i], dep_begin[i + 1])
@@ -139,6 +140,10 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
   const Op& op(OpId id) {
     Loc l = loc(id);
     return l.c->ops[l.i];
+  }
+  int64_t bytes_of(OpId id) {
+    Loc l = loc(id);
+    return schedule::desc_in(l.c->descs, l.c->ops[l.i]).bytes;
   }
 
   // --- arrival
@@ -249,7 +254,8 @@ struct StreamRun::Impl : EventCore<StreamRun::Impl> {
 
 // ---------------------------------------------------------------- arrival
 
-ReadyChunk ChunkPreparer::prepare(const schedule::Schedule& meta, std::vector<Op> ops) {
+ReadyChunk ChunkPreparer::prepare(const schedule::Schedule& meta, schedule::OpChunk chunk) {
+  std::vector<Op>& ops = chunk.ops;
   ReadyChunk r;
   if (first_) {
     for (const auto& rank : meta.ranks) r.rank_gpu.push_back(rank.gpu), r.rank_streams.push_back(int(rank.streams.size()));
@@ -263,8 +269,10 @@ ReadyChunk ChunkPreparer::prepare(const schedule::Schedule& meta, std::vector<Op
   groups_ = std::max(groups_, meta.groups.size());
   r.compute_s.assign(ops.size(), 0.0);
   for (size_t i = 0; i < ops.size(); ++i)
-    if (schedule::is_compute(ops[i].kind)) r.compute_s[i] = m_.compute_seconds(meta, ops[i]);
+    if (schedule::is_compute(ops[i].kind))
+      r.compute_s[i] = m_.compute_seconds(meta, ops[i], schedule::desc_in(chunk.descs, ops[i]));
   r.ops = std::move(ops);
+  r.descs = std::move(chunk.descs);
   return r;
 }
 
@@ -378,7 +386,7 @@ void StreamRun::Impl::join_call(Chunk& c, size_t i) {
   const int64_t cid = oc.calls[size_t(k - oc.k_lo)];
   Call& call = calls_.at(cid);
   call.members[size_t(mit->second)] = o.id;
-  call.max_id = std::max(call.max_id, o.id);
+  call.max_id = std::max(call.max_id, OpId(o.id));
   ++call.filled;
   c.link[i] = cid;
   while (!oc.calls.empty() && calls_.at(oc.calls.front()).filled == n) oc.calls.pop_front(), ++oc.k_lo;
@@ -392,6 +400,7 @@ void StreamRun::Impl::append(ReadyChunk ready, bool last) {
     Chunk& c = chunks_.emplace_back();
     c.base = next_id_;
     c.ops = std::move(ready.ops);
+    c.descs = std::move(ready.descs);
     const size_t n = c.ops.size();
     c.compute_s = std::move(ready.compute_s);
     c.start.assign(n, -1.0);
@@ -597,7 +606,7 @@ void StreamRun::Impl::retire() {
     for (size_t k = 1; k < chunks_.size(); ++k) safe = std::min(safe, chunks_[k].min_start);
     retired_below_ = c.base + OpId(c.size());
     // The ops and starts are handed over; the ends stay for waits that ended now (the graveyard).
-    sink_(RetiredChunk{std::move(c.ops), std::move(c.start), c.end, safe, groups_});
+    sink_(RetiredChunk{std::move(c.ops), std::move(c.descs), std::move(c.start), c.end, safe, groups_});
     ops_held_ -= int64_t(c.size());
     if (cached_ == &c || cached2_ == &c) forget_cached();
     if (!graveyard_.empty() && graveyard_time_ < now_) release_graveyard();
@@ -610,7 +619,7 @@ void StreamRun::Impl::retire() {
 void StreamRun::Impl::start_p2p(OpId id, OpId partner) {
   Loc l = loc(id);
   const Op& o = l.c->ops[l.i];
-  const double bytes = double(o.kind == OpKind::send ? o.bytes : op(partner).bytes);
+  const double bytes = double(o.kind == OpKind::send ? schedule::desc_in(l.c->descs, o).bytes : bytes_of(partner));
   if (bytes > 0) l.c->state[l.i] |= kBytes, at_state(partner) |= kBytes;
   const OpId pair[2] = {std::min(id, partner), std::max(id, partner)};
   trace_partners(pair);
@@ -620,8 +629,9 @@ void StreamRun::Impl::start_p2p(OpId id, OpId partner) {
 void StreamRun::Impl::start_collective(int64_t c) {
   Call& call = calls_.at(c);
   const Op& first = op(call.members.front());
-  begin_call(schedule::call_shape_key(first, groups_[size_t(first.group)], replicas_, int(call.members.size())), call.run,
-             shapes_);
+  begin_call(schedule::call_shape_key(first, bytes_of(call.members.front()), groups_[size_t(first.group)], replicas_,
+                                      int(call.members.size())),
+             call.run, shapes_);
   auto& ids = call_routes_[{first.group, call.run.shape.get()}];
   if (ids.empty()) ids.assign(call.run.plan().size(), -1);
   call.route_ids = &ids;
@@ -767,7 +777,7 @@ StreamRun::StreamRun(const topology::Topology& t, const cost::CostModel& m, Reti
     : impl_(std::make_unique<Impl>(t, m, std::move(sink))) {}
 StreamRun::~StreamRun() = default;
 void StreamRun::append(const schedule::Schedule& meta, std::vector<Op> ops, bool last) {
-  impl_->append(impl_->preparer_.prepare(meta, std::move(ops)), last);
+  impl_->append(impl_->preparer_.prepare(meta, schedule::own_descs(std::move(ops), meta.descs)), last);
 }
 void StreamRun::append(ReadyChunk chunk, bool last) {
   impl_->append(std::move(chunk), last);

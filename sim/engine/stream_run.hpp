@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "sim/cost/cost_model.hpp"
+#include "sim/schedule/builder.hpp"
 #include "sim/schedule/op_events.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/topology/topology.hpp"
@@ -42,6 +43,7 @@ class StreamNotExact : public std::runtime_error {
 // its ops and times are the sink's to keep (the run holds none of them after).
 struct RetiredChunk {
   std::vector<schedule::Op> ops;
+  std::vector<schedule::OpDesc> descs;  // the entries its ops name (Op::desc)
   std::vector<double> start, end;      // per op, seconds from 0
   double safe_before = 0;              // every op not yet handed back starts at or after it
   std::span<const schedule::Group> groups;  // the Schedule's groups so far, valid during the call
@@ -53,6 +55,7 @@ using RetireSink = std::function<void(RetiredChunk&&)>;
 // compute op's seconds, and what the run reads of the Schedule's frame.
 struct ReadyChunk {
   std::vector<schedule::Op> ops;
+  std::vector<schedule::OpDesc> descs;  // the entries its ops name (Op::desc)
   std::vector<double> compute_s;  // per op: CostModel::compute_seconds for a compute op, else 0
   // With the first chunk: per rank its GPU and stream count, and the symmetry.
   std::vector<int> rank_gpu, rank_streams;
@@ -66,7 +69,8 @@ class ChunkPreparer {
   explicit ChunkPreparer(const cost::CostModel& m) : m_(m) {}
   // meta: the Schedule so far without its ops (read during the call only).
   // Throws std::invalid_argument when its ranks change between chunks.
-  ReadyChunk prepare(const schedule::Schedule& meta, std::vector<schedule::Op> ops);
+  // chunk: ops with their own entries (ScheduleBuilder::take_ops).
+  ReadyChunk prepare(const schedule::Schedule& meta, schedule::OpChunk chunk);
 
  private:
   const cost::CostModel& m_;
@@ -84,7 +88,8 @@ class StreamRun {
 
   // The next chunk: ops with ids continuing the last chunk's. meta is the
   // Schedule so far without its ops (ranks, streams, groups, symmetry and the
-  // descriptor tables the ops refer to); it is read during the call only.
+  // descriptor tables the ops refer to, Schedule::descs included); it is read
+  // during the call only.
   // Runs the engine as far as it can go without the next chunk; with last, to
   // the end (throws schedule::ScheduleError naming an op that never ran).
   // Throws StreamNotExact (above), std::invalid_argument on ids out of order.

@@ -246,8 +246,8 @@ void generate_step_chunks(const Experiment& e, const sparsity::SparsityModel& pa
   StepContext ctx(e, patterns, topo, cache, replicas == Replicas::one);
   ctx.with_accesses = accesses == Accesses::all;
   ctx.cut = [&] {
-    std::vector<schedule::Op> ops = ctx.b.take_ops();
-    if (!ops.empty()) sink(ctx.b.peek(), std::move(ops), false);
+    schedule::OpChunk chunk = ctx.b.take_ops();
+    if (!chunk.ops.empty()) sink(ctx.b.peek(), std::move(chunk), false);
   };
   ctx.cut_ring_steps = ring_steps && ring_step_cuts_apply(e, replicas);
   emit_scope(ctx);

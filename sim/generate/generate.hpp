@@ -13,6 +13,7 @@
 
 #include "sim/config/experiment.hpp"
 #include "sim/placement/work_cache.hpp"
+#include "sim/schedule/builder.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/sparsity/sparsity_model.hpp"
 #include "sim/topology/topology.hpp"
@@ -40,11 +41,13 @@ schedule::Schedule generate_step(const Experiment& e, const sparsity::SparsityMo
 // backward (with its gradient collectives) — with ring_steps, also after each ring
 // step where ring_step_cuts_apply — and once more with last = true. `meta`
 // is the Schedule so far without its ops (ranks, groups, descriptor tables: all the
-// chunk's ops refer to); ops keep their ids. The chunks, concatenated, are
-// generate_step's ops, op for op; the whole is never validated (generate_step's
+// chunk's ops refer to, but for Schedule::descs: each chunk carries the entries
+// its ops name, ScheduleBuilder::take_ops); ops keep their ids. The chunks,
+// concatenated, are generate_step's ops, op for op (each with the same costs and
+// data descriptors); the whole is never validated (generate_step's
 // validation of the same experiment is what vouches for it). Accesses::none as for
 // generate_step (the buffers stay in `meta`: nothing reads them).
-using ChunkSink = std::function<void(const schedule::Schedule& meta, std::vector<schedule::Op> ops, bool last)>;
+using ChunkSink = std::function<void(const schedule::Schedule& meta, schedule::OpChunk chunk, bool last)>;
 void generate_step_chunks(const Experiment& e, const sparsity::SparsityModel& patterns, const topology::Topology& topo,
                           placement::WorkCache* cache, Replicas replicas, const ChunkSink& sink, bool ring_steps = false,
                           Accesses accesses = Accesses::all);

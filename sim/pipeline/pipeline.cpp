@@ -277,6 +277,7 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
     // The report's side: each retired chunk, with the groups added since the one before.
     struct Retired {
       std::vector<schedule::Op> ops;
+      std::vector<schedule::OpDesc> descs;
       std::vector<double> start, end;
       double safe_before = 0;
       std::vector<schedule::Group> new_groups;
@@ -284,7 +285,7 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
     std::vector<schedule::Group> groups;  // the report's copy of the Schedule's groups
     auto report = [&](Retired& r) {
       for (auto& g : r.new_groups) groups.push_back(std::move(g));
-      rep->add(r.ops, r.start, r.end, r.safe_before, groups);
+      rep->add(r.ops, r.descs, r.start, r.end, r.safe_before, groups);
     };
     // With a second thread the report runs on a thread of its own too, behind the
     // engine by a bounded queue: its bound-by costs the engine's thread about a
@@ -294,7 +295,7 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
     std::exception_ptr report_error;
     size_t groups_sent = 0;
     engine::StreamRun run(topo, cost, [&](engine::RetiredChunk&& c) {
-      Retired r{std::move(c.ops), std::move(c.start), std::move(c.end), c.safe_before,
+      Retired r{std::move(c.ops), std::move(c.descs), std::move(c.start), std::move(c.end), c.safe_before,
                 {c.groups.begin() + std::ptrdiff_t(groups_sent), c.groups.end()}};
       groups_sent = c.groups.size();
       if (reporter.joinable()) retired.push(std::move(r), false);
@@ -311,7 +312,7 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
     auto generate = [&](const std::function<void(engine::ReadyChunk, bool)>& emit) {
       generate::generate_step_chunks(
           e, pat, topo, &work_, replicas,
-          [&](const schedule::Schedule& meta, std::vector<schedule::Op> chunk, bool last) {
+          [&](const schedule::Schedule& meta, schedule::OpChunk chunk, bool last) {
             if (!rep) {
               rep.emplace(e, meta, topo, cost, &engine::plan_replicated);
               out.generator = meta.generator;

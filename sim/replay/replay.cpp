@@ -348,8 +348,7 @@ ReplayPlan build_replay(const traces::KinetoImport& imp, const topology::Topolog
     Op op;
     op.rank = r;
     op.stream = gs;
-    op.bytes = c.bytes;
-    op.tag = c.tag;
+    op.tag = static_cast<int32_t>(c.tag);
     if (c.mode == Call::Mode::collective) {
       op.kind = c.kind;
       op.group = c.group;
@@ -360,8 +359,9 @@ ReplayPlan build_replay(const traces::KinetoImport& imp, const topology::Topolog
     }
     return op;
   };
-  auto add = [&](Op op, OpRole role, double fixed_s, int64_t ev, double rec_start, double rec_end) {
-    const OpId id = b.add_op(std::move(op));
+  // bytes: a collective's or a transfer's (member_op's ops).
+  auto add = [&](Op op, OpRole role, double fixed_s, int64_t ev, double rec_start, double rec_end, int64_t bytes = 0) {
+    const OpId id = b.add_op(std::move(op), schedule::OpDesc{0.0, 0, 0, bytes});
     plan.role.push_back(role);
     plan.fixed_s.push_back(fixed_s);
     plan.event.push_back(ev);
@@ -497,7 +497,7 @@ ReplayPlan build_replay(const traces::KinetoImport& imp, const topology::Topolog
         const size_t mi = it != c.members.end() ? static_cast<size_t>(it - c.members.begin())
                                                 : static_cast<size_t>(1 - c.root);
         main = add(member_op(c, mi, r, gs), OpRole::collective, -1, e->op,
-                   e->start_s + (c.wait_s.count(e->op) ? c.wait_s.at(e->op) : 0.0), e->end_s);
+                   e->start_s + (c.wait_s.count(e->op) ? c.wait_s.at(e->op) : 0.0), e->end_s, c.bytes);
       } else {
         const bool nccl = ci != call_of.end();
         std::string lower = e->name;
@@ -524,7 +524,7 @@ ReplayPlan build_replay(const traces::KinetoImport& imp, const topology::Topolog
       if (present.count(m)) continue;
       const int r = srank.at(m);
       const int gs = new_stream(r, schedule::StreamKind::comm_intra, fmt::format("ghost call {}", c.tag));
-      add(member_op(c, mi, r, gs), OpRole::ghost, -1, -1, -1, -1);
+      add(member_op(c, mi, r, gs), OpRole::ghost, -1, -1, -1, -1, c.bytes);
     }
   }
 

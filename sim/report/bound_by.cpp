@@ -395,7 +395,7 @@ FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& ma
     if (op.kind != OpKind::send) continue;
     const OpId peer = match.partner[size_t(op.id)];
     if (peer < 0) continue;
-    fp.flows.push_back({op.id, peer, -1, op.rank, s.ops[size_t(peer)].rank, double(op.bytes), op.phase, op.step >= 0});
+    fp.flows.push_back({op.id, peer, -1, op.rank, s.ops[size_t(peer)].rank, double(s.desc(op).bytes), op.phase, op.step >= 0});
   }
   // A call's (sender, receiver) pairs depend on its kind, size, bytes and root
   // only: a step repeats a few shapes over hundreds of calls (every layer's

@@ -40,7 +40,7 @@ void sort_intervals(std::vector<Interval>& v);
 inline bool is_forward_attention(const schedule::Op& op) {
   return op.kind == schedule::OpKind::attn_fwd && op.phase == schedule::Phase::forward;
 }
-inline double attention_work(const schedule::Op& op) { return op.blocks > 0 ? double(op.blocks) : op.flops; }
+inline double attention_work(const schedule::OpDesc& d) { return d.blocks > 0 ? double(d.blocks) : d.flops; }
 
 // The length of a union of intervals fed in sorted order (sort_intervals'),
 // one at a time: what union_length sums, kept open between feeds so that a

@@ -58,7 +58,7 @@ StepSums step_sums(const Experiment& e, const schedule::Schedule& s) {
   sums.mask_attention_fwd_flops = cost::mask_attention_fwd_flops(s);
   for (const Op& op : s.ops)
     if (schedule::is_compute(op.kind))
-      sums.executed_flops += cost::executed_flops(op, e.workload.block_q, e.workload.block_k, e.model.head_dim);
+      sums.executed_flops += cost::executed_flops(op, s.desc(op), e.workload.block_q, e.workload.block_k, e.model.head_dim);
   // Forward attention ops by (layer, step): the rows, then each op's row
   // (ops of one row mostly come together: the last row is tried first).
   for (const Op& op : s.ops)
@@ -74,7 +74,7 @@ StepSums step_sums(const Experiment& e, const schedule::Schedule& s) {
     if (row < 0 || sums.rows[size_t(row)] != key)
       row = int(std::lower_bound(sums.rows.begin(), sums.rows.end(), key) - sums.rows.begin());
     sums.attention.push_back({op.id, op.rank, row});
-    planned[size_t(row) * R + size_t(op.rank)] += core::attention_work(op);
+    planned[size_t(row) * R + size_t(op.rank)] += core::attention_work(s.desc(op));
   }
   if (R > 0) std::tie(sums.worker, sums.step) = row_ratios(sums.rows, planned, R);
   return sums;

@@ -41,13 +41,14 @@ StreamBoundBy::StreamBoundBy(const schedule::Schedule& meta, const topology::Top
   for (auto& u : tr_.uses) u.assign(tr_.links, 0);
 }
 
-void StreamBoundBy::add(std::span<const Op> ops, std::span<const double> start, std::span<const double> end,
-                        std::span<const schedule::Group> groups, double safe_before) {
+void StreamBoundBy::add(std::span<const Op> ops, std::span<const schedule::OpDesc> descs, std::span<const double> start,
+                        std::span<const double> end, std::span<const schedule::Group> groups, double safe_before) {
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     if (op.rank < 0 || op.rank >= ranks_) continue;  // as match_comms: no rank, no transfer
-    if (schedule::is_p2p(op.kind)) pair_up(op, start[i], end[i]);
-    else if (schedule::is_collective(op.kind)) join_call(op, start[i], end[i], groups);
+    const int64_t bytes = schedule::desc_in(descs, op).bytes;
+    if (schedule::is_p2p(op.kind)) pair_up(op, bytes, start[i], end[i]);
+    else if (schedule::is_collective(op.kind)) join_call(op, bytes, start[i], end[i], groups);
     // Per rank and phase: the op's interval on a stream its rank declares.
     const auto& kinds = stream_kind_[size_t(op.rank)];
     if (op.stream < 0 || size_t(op.stream) >= kinds.size()) continue;
@@ -66,9 +67,9 @@ void StreamBoundBy::add(std::span<const Op> ops, std::span<const double> start, 
 
 // ---------------------------------------------------------------- transfers
 
-void StreamBoundBy::pair_up(const Op& op, double start, double end) {
+void StreamBoundBy::pair_up(const Op& op, int64_t bytes, double start, double end) {
   const bool send = op.kind == OpKind::send;
-  const Half me{op.id, op.rank, start, end, double(op.bytes), op.phase, op.step >= 0};
+  const Half me{op.id, op.rank, start, end, double(bytes), op.phase, op.step >= 0};
   const auto other = unmatched_.add(send ? std::tuple{op.rank, op.peer, op.tag} : std::tuple{op.peer, op.rank, op.tag},
                                     !send, me);
   if (!other) return;  // waits for its partner
@@ -80,7 +81,8 @@ void StreamBoundBy::pair_up(const Op& op, double start, double end) {
   pending_.push({t0, std::max(t0, std::min(s.end, r.end)), s.bytes, routes, -1, s.phase, s.ring, {0, s.id, 0}});
 }
 
-void StreamBoundBy::join_call(const Op& op, double start, double end, std::span<const schedule::Group> groups) {
+void StreamBoundBy::join_call(const Op& op, int64_t bytes, double start, double end,
+                              std::span<const schedule::Group> groups) {
   if (op.group < 0 || size_t(op.group) >= groups.size()) return;
   const schedule::Group& g = groups[size_t(op.group)];
   const auto pos = std::find(g.ranks.begin(), g.ranks.end(), op.rank);
@@ -92,7 +94,7 @@ void StreamBoundBy::join_call(const Op& op, double start, double end, std::span<
   while (k - oc.k_lo >= int64_t(oc.calls.size())) oc.calls.emplace_back().members.assign(n, Member{});
   OpenCall& call = oc.calls[size_t(k - oc.k_lo)];
   call.members[m] = {op.id, start, end};
-  if (m == 0) call.first = op;
+  if (m == 0) call.first = op, call.bytes = bytes;
   ++call.filled;
   while (!oc.calls.empty() && oc.calls.front().filled == n) {
     form_call(oc.calls.front(), g, op.group, op.tag, oc.k_lo);
@@ -119,7 +121,7 @@ void StreamBoundBy::form_call(const OpenCall& call, const schedule::Group& g, in
   for (const Member& x : call.members) t0 = std::max(t0, x.start);
   CallRecord rec;
   rec.t0 = t0;
-  rec.key = schedule::call_shape_key(call.first, g, replicas_, n);
+  rec.key = schedule::call_shape_key(call.first, call.bytes, g, replicas_, n);
   rec.group = int(group);
   for (const Member& x : call.members) rec.ends.push_back(x.end);
   if (group_ranks_.size() <= size_t(group)) group_ranks_.resize(size_t(group) + 1);

@@ -36,8 +36,8 @@ class StreamBoundBy {
   StreamBoundBy(const schedule::Schedule& meta, const topology::Topology& t, const cost::CostModel& m,
                 ReplicatedPlanner replicated);
   // The next retired chunk, in op order (engine::RetiredChunk's fields).
-  void add(std::span<const schedule::Op> ops, std::span<const double> start, std::span<const double> end,
-           std::span<const schedule::Group> groups, double safe_before);
+  void add(std::span<const schedule::Op> ops, std::span<const schedule::OpDesc> descs, std::span<const double> start,
+           std::span<const double> end, std::span<const schedule::Group> groups, double safe_before);
   // After the last chunk. chain and transfers: the run's critical path (engine::StreamRun::critical_chain).
   BoundBy finish(const CriticalPath& cp, std::span<const schedule::PathLink> chain,
                  std::span<const schedule::PathTransfer> transfers, double step, double step_imbalance);
@@ -78,6 +78,7 @@ class StreamBoundBy {
     std::vector<Member> members;
     size_t filled = 0;
     schedule::Op first;  // member 0's op: the call's shape, phase and ring step
+    int64_t bytes = 0;   // and its bytes
   };
   struct OpenCalls {  // calls of one (group, tag) being formed: call k is calls[k - k_lo]
     std::vector<int64_t> next_k;
@@ -105,8 +106,9 @@ class StreamBoundBy {
     std::array<CommSweep, schedule::kPhaseCount> phase_comm;
   };
 
-  void pair_up(const schedule::Op& op, double start, double end);
-  void join_call(const schedule::Op& op, double start, double end, std::span<const schedule::Group> groups);
+  void pair_up(const schedule::Op& op, int64_t bytes, double start, double end);
+  void join_call(const schedule::Op& op, int64_t bytes, double start, double end,
+                 std::span<const schedule::Group> groups);
   void form_call(const OpenCall& call, const schedule::Group& g, int64_t group, int64_t tag, int64_t k);
   // Each transfer of a call with bytes: f(pair, route set, t1).
   template <class F>

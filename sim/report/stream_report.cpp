@@ -20,24 +20,26 @@ StreamReport::StreamReport(const Experiment& e, const schedule::Schedule& meta, 
   bound_by_.emplace(meta, t, m, replicated);
 }
 
-void StreamReport::add(std::span<const schedule::Op> ops, std::span<const double> start, std::span<const double> end,
-                       double safe_before, std::span<const schedule::Group> groups) {
-  if (bound_by_) bound_by_->add(ops, start, end, groups, safe_before);
+void StreamReport::add(std::span<const schedule::Op> ops, std::span<const schedule::OpDesc> descs,
+                       std::span<const double> start, std::span<const double> end, double safe_before,
+                       std::span<const schedule::Group> groups) {
+  if (bound_by_) bound_by_->add(ops, descs, start, end, groups, safe_before);
   const size_t R = size_t(ranks_);
   for (size_t i = 0; i < ops.size(); ++i) {
     const schedule::Op& op = ops[i];
+    const schedule::OpDesc& d = schedule::desc_in(descs, op);
     // The makespan as fast_step_report reads it.
     if (!any_op_) begin_ = start[i], end_ = end[i], any_op_ = true;
     begin_ = std::min(begin_, start[i]), end_ = std::max(end_, end[i]);
     // step_sums' two sums, in op order.
     const bool forward_attention = core::is_forward_attention(op);
-    if (forward_attention) mask_fwd_flops_ += op.flops;
+    if (forward_attention) mask_fwd_flops_ += d.flops;
     if (schedule::is_compute(op.kind))
-      executed_flops_ += cost::executed_flops(op, e_.workload.block_q, e_.workload.block_k, e_.model.head_dim);
+      executed_flops_ += cost::executed_flops(op, d, e_.workload.block_q, e_.workload.block_k, e_.model.head_dim);
     if (forward_attention) {
       Row& row = rows_[{op.layer, std::max(op.step, 0)}];
       if (row.planned.empty()) row.planned.assign(R, 0.0), row.measured.assign(R, 0.0);
-      row.planned[size_t(op.rank)] += core::attention_work(op);
+      row.planned[size_t(op.rank)] += core::attention_work(d);
       row.measured[size_t(op.rank)] += end[i] - start[i];
     }
     // The breakdown's intervals (ops on streams their rank declares).

@@ -36,8 +36,9 @@ class StreamReport {
                const cost::CostModel& m, ReplicatedPlanner replicated);
   // The next chunk, in op order; every op not yet added starts at or after safe_before;
   // groups: the Schedule's so far.
-  void add(std::span<const schedule::Op> ops, std::span<const double> start, std::span<const double> end,
-           double safe_before, std::span<const schedule::Group> groups = {});
+  // descs: the chunk's entries, which its ops name (Op::desc).
+  void add(std::span<const schedule::Op> ops, std::span<const schedule::OpDesc> descs, std::span<const double> start,
+           std::span<const double> end, double safe_before, std::span<const schedule::Group> groups = {});
   // After the last chunk, with the run's critical path (nullopt: not traced) and
   // each link's transfer; bound_by needs both (and the constructor's topology).
   StepReport finish(const std::optional<std::vector<schedule::PathLink>>& critical_chain,

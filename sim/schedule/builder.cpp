@@ -1,6 +1,7 @@
 #include "sim/schedule/builder.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -11,6 +12,12 @@ namespace rm::schedule {
 
 namespace {
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("ScheduleBuilder: " + what); }
+
+// Op holds layers in 16 bits and tags in 32 (schedule.hpp).
+void check_narrow(const Where& w, int64_t tag) {
+  if (w.layer < -1 || w.layer > kMaxLayer) bad(fmt::format("layer {} outside [-1, {}]", w.layer, kMaxLayer));
+  if (tag < kMinTag || tag > kMaxTag) bad(fmt::format("tag {} outside [{}, {}]", tag, kMinTag, kMaxTag));
+}
 }  // namespace
 
 ScheduleBuilder::ScheduleBuilder(nlohmann::json experiment, std::string generator) {
@@ -30,6 +37,7 @@ int ScheduleBuilder::add_stream(int rank, StreamKind kind, std::string name) {
   if (name.empty()) name = std::string(to_string(kind));
   for (const auto& st : streams)
     if (st.name == name) bad(fmt::format("add_stream: rank {} already has a stream '{}'", rank, name));
+  if (static_cast<int64_t>(streams.size()) >= kMaxStreams) bad(fmt::format("add_stream: rank {} has {} streams already", rank, kMaxStreams));
   int id = static_cast<int>(streams.size());
   streams.push_back(Stream{id, kind, std::move(name)});
   return id;
@@ -53,10 +61,12 @@ int ScheduleBuilder::add_group(std::vector<int> ranks, std::string name) {
   return id;
 }
 
-OpId ScheduleBuilder::add_op(Op op) {
+OpId ScheduleBuilder::add_op(Op op, const OpDesc& desc) {
   if (!s_.find_stream(op.rank, op.stream)) bad(fmt::format("add_op: no stream {} on rank {}", op.stream, op.rank));
-  op.id = next_op_id();
+  if (next_op_id() >= kMaxOps) bad(fmt::format("add_op: a Schedule holds at most {} ops", kMaxOps));
+  op.id = static_cast<int32_t>(next_op_id());
   for (OpId d : op.deps) check_op(d);
+  op.desc = intern_desc(desc);
   s_.ops.push_back(std::move(op));
   return s_.ops.back().id;
 }
@@ -64,6 +74,7 @@ OpId ScheduleBuilder::add_op(Op op) {
 OpId ScheduleBuilder::compute(int rank, int stream_id, OpKind kind, Where where, ComputeCost cost,
                               DepList deps) {
   if (!is_compute(kind)) bad(fmt::format("compute: {} is not a compute kind", to_string(kind)));
+  check_narrow(where, 0);
   Op op;
   op.rank = rank;
   op.stream = stream_id;
@@ -71,12 +82,8 @@ OpId ScheduleBuilder::compute(int rank, int stream_id, OpKind kind, Where where,
   op.phase = where.phase;
   op.layer = where.layer;
   op.step = where.step;
-  op.flops = cost.flops;
-  op.blocks = cost.blocks;
-  op.tokens = cost.tokens;
-  op.bytes = cost.bytes;
   op.deps = std::move(deps);
-  return add_op(std::move(op));
+  return add_op(std::move(op), OpDesc{cost.flops, cost.blocks, cost.tokens, cost.bytes});
 }
 
 void ScheduleBuilder::check_op(OpId op) const {
@@ -89,13 +96,18 @@ Op& ScheduleBuilder::held(OpId op) {
   return s_.ops[static_cast<size_t>(op - op_base_)];
 }
 
-std::vector<Op> ScheduleBuilder::take_ops() {
+OpChunk ScheduleBuilder::take_ops() {
   op_base_ = next_op_id();
-  std::vector<Op> out;
-  out.swap(s_.ops);
+  std::vector<Op> taken;
+  taken.swap(s_.ops);
+  // The chunk keeps the entries its ops name; the builder starts afresh, so that
+  // its table holds no more than the ops it holds.
+  OpChunk out = own_descs(std::move(taken), s_.descs);
+  s_.descs.clear();
+  desc_ids_ = TableIndex();
   // As build() does: the caller holds several chunks at once.
-  if (out.capacity() > out.size() + out.size() / 4) out.shrink_to_fit();
-  s_.ops.reserve(out.size());  // the next chunk is usually like this one
+  if (out.ops.capacity() > out.ops.size() + out.ops.size() / 4) out.ops.shrink_to_fit();
+  s_.ops.reserve(out.ops.size());  // the next chunk is usually like this one
   return out;
 }
 
@@ -110,6 +122,7 @@ void ScheduleBuilder::add_deps(OpId op, std::span<const OpId> deps) {
 
 P2PIds ScheduleBuilder::p2p(const P2PSpec& spec) {
   if (spec.send_rank == spec.recv_rank) bad(fmt::format("p2p: rank {} sends to itself", spec.send_rank));
+  check_narrow(spec.where, spec.tag);
   Op send;
   send.rank = spec.send_rank;
   send.stream = spec.send_stream;
@@ -117,7 +130,6 @@ P2PIds ScheduleBuilder::p2p(const P2PSpec& spec) {
   send.phase = spec.where.phase;
   send.layer = spec.where.layer;
   send.step = spec.where.step;
-  send.bytes = spec.bytes;
   send.peer = spec.recv_rank;
   send.tag = spec.tag;
   Op recv = send;
@@ -126,8 +138,9 @@ P2PIds ScheduleBuilder::p2p(const P2PSpec& spec) {
   recv.kind = OpKind::recv;
   recv.peer = spec.send_rank;
   P2PIds ids;
-  ids.send = add_op(std::move(send));
-  ids.recv = add_op(std::move(recv));
+  const OpDesc d{0.0, 0, 0, spec.bytes};
+  ids.send = add_op(std::move(send), d);
+  ids.recv = add_op(std::move(recv), d);
   return ids;
 }
 
@@ -156,6 +169,7 @@ std::vector<OpId> ScheduleBuilder::collective(int group, OpKind kind, int64_t by
                                               const std::function<std::vector<OpId>(int rank)>& deps_of, int64_t tag,
                                               int root) {
   if (!is_collective(kind)) bad(fmt::format("collective: {} is not a collective", to_string(kind)));
+  check_narrow(where, tag);
   if (group < 0 || group >= static_cast<int>(s_.groups.size())) bad(fmt::format("collective: no group {}", group));
   const auto members = s_.groups[static_cast<size_t>(group)].ranks;
   if (kind == OpKind::broadcast && std::find(members.begin(), members.end(), root) == members.end())
@@ -169,12 +183,11 @@ std::vector<OpId> ScheduleBuilder::collective(int group, OpKind kind, int64_t by
     op.phase = where.phase;
     op.layer = where.layer;
     op.step = where.step;
-    op.bytes = bytes;
     op.group = group;
     op.tag = tag;
     op.peer = kind == OpKind::broadcast ? root : -1;
     op.deps = deps_of(r);
-    ids.push_back(add_op(std::move(op)));
+    ids.push_back(add_op(std::move(op), OpDesc{0.0, 0, 0, bytes}));
   }
   return ids;
 }
@@ -231,7 +244,10 @@ void ScheduleBuilder::set_access(OpId op, std::vector<int> reads, std::vector<in
   h.add(-1);  // separates reads from writes
   for (int b : writes) h.add(b);
   Access a{std::move(reads), std::move(writes)};
-  held(op).access = access_ids_.intern(s_.accesses, std::move(a), h.h);
+  Op& o = held(op);
+  OpDesc d = s_.desc(o);
+  d.access = access_ids_.intern(s_.accesses, std::move(a), h.h);
+  o.desc = intern_desc(d);
 }
 
 void ScheduleBuilder::set_attention(OpId op, const Attention& a) {
@@ -241,13 +257,17 @@ void ScheduleBuilder::set_attention(OpId op, const Attention& a) {
   Hasher h;
   h.add(a.q_tokens).add(a.kv_tokens).add(a.head_begin).add(a.heads).add(a.kv_head_begin).add(a.kv_heads);
   h.add(int64_t(a.mask)).add(int64_t(a.index)).add(int64_t{a.merge});
-  o.detail = attention_ids_.intern(s_.attentions, a, h.h);
+  OpDesc d = s_.desc(o);
+  d.detail = attention_ids_.intern(s_.attentions, a, h.h);
+  o.desc = intern_desc(d);
 }
 
 void ScheduleBuilder::set_gemm(OpId op, const Gemm& g) {
   Op& o = held(op);
   if (o.kind != OpKind::gemm) bad(fmt::format("set_gemm: op {} is a {}", op, to_string(o.kind)));
-  o.detail = gemm_ids_.intern(s_.gemms, g, Hasher{}.add(g.m).add(g.n).add(g.k).h);
+  OpDesc d = s_.desc(o);
+  d.detail = gemm_ids_.intern(s_.gemms, g, Hasher{}.add(g.m).add(g.n).add(g.k).h);
+  o.desc = intern_desc(d);
 }
 
 void ScheduleBuilder::drop_buffers() {
@@ -255,8 +275,37 @@ void ScheduleBuilder::drop_buffers() {
   s_.buffers.clear();
 }
 
+int32_t intern_desc(std::vector<OpDesc>& table, TableIndex& index, const OpDesc& d) {
+  if (d == kNoDesc) return -1;
+  Hasher h;
+  h.add(std::bit_cast<int64_t>(d.flops)).add(d.blocks).add(d.tokens).add(d.bytes).add(d.access).add(d.detail);
+  return index.intern(table, d, h.h);
+}
+
+int32_t ScheduleBuilder::intern_desc(const OpDesc& d) { return schedule::intern_desc(s_.descs, desc_ids_, d); }
+
+OpChunk own_descs(std::vector<Op> ops, std::span<const OpDesc> from) {
+  OpChunk c;
+  std::vector<int32_t> to(from.size(), -1);
+  for (Op& op : ops) {
+    if (op.desc < 0) continue;
+    int32_t& t = to.at(static_cast<size_t>(op.desc));
+    if (t < 0) {
+      t = static_cast<int32_t>(c.descs.size());
+      c.descs.push_back(from[static_cast<size_t>(op.desc)]);
+    }
+    op.desc = t;
+  }
+  c.ops = std::move(ops);
+  return c;
+}
+
 Schedule ScheduleBuilder::build() && {
   if (op_base_ > 0) bad("build: ops were handed out by take_ops; the Schedule is not whole");
+  // set_access and set_attention leave the entries they replaced behind: keep the used ones.
+  OpChunk c = own_descs(std::move(s_.ops), s_.descs);
+  s_.ops = std::move(c.ops);
+  s_.descs = std::move(c.descs);
   validate(s_);
   // Growth by doubling leaves up to half the op array unused, and the engines
   // allocate their own per-op state next to it: give the slack back (a move of

@@ -79,6 +79,19 @@ class TableIndex {
   size_t used_ = 0;
 };
 
+// d's entry in `table` (appended when new), -1 for kNoDesc: the one way
+// builders and readers share entries.
+int32_t intern_desc(std::vector<OpDesc>& table, TableIndex& index, const OpDesc& d);
+
+// Ops with the descriptor entries they name (Op::desc indexes `descs`).
+struct OpChunk {
+  std::vector<Op> ops;
+  std::vector<OpDesc> descs;
+};
+// The ops, naming entries of `from`, re-pointed at a table of their own: each
+// entry they use, once, in order of first use.
+OpChunk own_descs(std::vector<Op> ops, std::span<const OpDesc> from);
+
 class ScheduleBuilder {
  public:
   explicit ScheduleBuilder(nlohmann::json experiment = nlohmann::json::object(),
@@ -92,7 +105,8 @@ class ScheduleBuilder {
   void set_symmetry(ReplicaSymmetry sym) { s_.symmetry = sym; }
   void set_spans_replicas(int group) { s_.groups.at(static_cast<size_t>(group)).spans_replicas = true; }
 
-  OpId add_op(Op op);  // op.id is assigned; everything else is taken as given
+  // op.id is assigned and op.desc set to d's entry; everything else is taken as given.
+  OpId add_op(Op op, const OpDesc& d = kNoDesc);
   void reserve_ops(size_t n) { s_.ops.reserve(n); }  // a generator that knows its op count
   OpId compute(int rank, int stream, OpKind kind, Where where, ComputeCost cost,
                DepList deps = {});
@@ -131,18 +145,20 @@ class ScheduleBuilder {
   void drop_buffers();
 
   // Streaming (docs/engines.md, "Streaming"): hands out the ops built since the
-  // last call (ids stay global: the next op is next_op_id()). An op handed out may
-  // still be named as a dependency but no longer changed; build() refuses a
+  // last call (ids stay global: the next op is next_op_id()) with their own
+  // descriptor entries (the builder's table then starts afresh). An op handed out
+  // may still be named as a dependency but no longer changed; build() refuses a
   // builder that handed ops out (the Schedule is no longer whole).
-  std::vector<Op> take_ops();
+  OpChunk take_ops();
   OpId next_op_id() const { return op_base_ + static_cast<OpId>(s_.ops.size()); }
 
  private:
   void check_op(OpId op) const;  // op exists (it may have been handed out)
   Op& held(OpId op);             // op exists and is still held (not handed out)
+  int32_t intern_desc(const OpDesc& d);  // -1 for kNoDesc
   Schedule s_;
   OpId op_base_ = 0;  // id of s_.ops[0]: ops before it were handed out by take_ops
-  TableIndex token_set_ids_, access_ids_, attention_ids_, gemm_ids_;
+  TableIndex token_set_ids_, access_ids_, attention_ids_, gemm_ids_, desc_ids_;
 };
 
 }  // namespace rm::schedule

@@ -23,10 +23,10 @@ struct CallShapeKey {
   auto operator<=>(const CallShapeKey&) const = default;
 };
 
-// first: the call's first op (any member's: they agree); g: its group; replicas:
-// the Schedule's ReplicaSymmetry::replicas; members: the call's ops.
-inline CallShapeKey call_shape_key(const Op& first, const Group& g, int replicas, int members) {
-  CallShapeKey k{first.kind, members, replicas > 1 && g.spans_replicas ? replicas : 0, first.bytes, 0};
+// first: the call's first op (any member's: they agree) and its bytes; g: its
+// group; replicas: the Schedule's ReplicaSymmetry::replicas; members: the call's ops.
+inline CallShapeKey call_shape_key(const Op& first, int64_t bytes, const Group& g, int replicas, int members) {
+  CallShapeKey k{first.kind, members, replicas > 1 && g.spans_replicas ? replicas : 0, bytes, 0};
   if (first.kind == OpKind::broadcast)
     k.root = static_cast<int>(std::find(g.ranks.begin(), g.ranks.end(), first.peer) - g.ranks.begin());
   return k;
@@ -35,7 +35,7 @@ inline CallShapeKey call_shape_key(const Op& first, const Group& g, int replicas
 // call: the call's ops in group member order (CommMatching::calls).
 inline CallShapeKey call_shape_key(const Schedule& s, const std::vector<OpId>& call) {
   const Op& first = s.ops[static_cast<size_t>(call.front())];
-  return call_shape_key(first, s.groups[static_cast<size_t>(first.group)], s.symmetry.replicas,
+  return call_shape_key(first, s.desc(first).bytes, s.groups[static_cast<size_t>(first.group)], s.symmetry.replicas,
                         static_cast<int>(call.size()));
 }
 

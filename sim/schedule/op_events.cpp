@@ -14,7 +14,7 @@ std::string event_name(const Op& op) {
   char buf[64];
   const std::string_view kind = to_string(op.kind);
   char* p = std::copy(kind.begin(), kind.end(), buf);
-  for (auto [tag, value] : {std::pair{'L', op.layer}, std::pair{'s', op.step}})
+  for (auto [tag, value] : {std::pair{'L', int(op.layer)}, std::pair{'s', op.step}})
     if (value >= 0) {
       *p++ = ' ';
       *p++ = tag;
@@ -23,7 +23,7 @@ std::string event_name(const Op& op) {
   return std::string(buf, p);
 }
 
-void fill_event(const Op& op, traces::Event& e) {
+void fill_event(const Op& op, const OpDesc& d, traces::Event& e) {
   e.op = op.id;
   e.rank = op.rank;
   e.stream = op.stream;
@@ -32,8 +32,8 @@ void fill_event(const Op& op, traces::Event& e) {
   e.layer = op.layer;
   e.phase = to_string(op.phase);
   e.step = op.step;
-  e.bytes = op.bytes;
-  e.flops = op.flops;
+  e.bytes = d.bytes;
+  e.flops = d.flops;
 }
 
 void name_ranks_and_streams(const Schedule& s, traces::Timeline& t) {

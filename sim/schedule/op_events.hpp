@@ -18,7 +18,7 @@ std::string event_name(const Op& op);
 
 // Every field of op's event but the times: op id, rank, stream, name
 // (event_name), category = kind, layer, phase, step, bytes, flops.
-void fill_event(const Op& op, traces::Event& e);
+void fill_event(const Op& op, const OpDesc& d, traces::Event& e);  // d: the op's entry
 
 // Rank names "rank R (gpu G)" and the Schedule's stream names.
 void name_ranks_and_streams(const Schedule& s, traces::Timeline& t);

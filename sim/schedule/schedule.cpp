@@ -129,18 +129,29 @@ const Stream* Schedule::find_stream(int rank, int stream) const {
   return &st[static_cast<size_t>(stream)];
 }
 
-const Access* Schedule::access_of(const Op& op) const {
-  return op.access >= 0 && op.access < static_cast<int32_t>(accesses.size()) ? &accesses[size_t(op.access)] : nullptr;
+const Access* Schedule::access_of(const OpDesc& d) const {
+  return d.access >= 0 && size_t(d.access) < accesses.size() ? &accesses[size_t(d.access)] : nullptr;
 }
-const Attention* Schedule::attention_of(const Op& op) const {
-  const bool attn = op.kind == OpKind::attn_fwd || op.kind == OpKind::attn_bwd;
-  return attn && op.detail >= 0 && op.detail < static_cast<int32_t>(attentions.size()) ? &attentions[size_t(op.detail)]
-                                                                                      : nullptr;
+const Attention* Schedule::attention_of(OpKind kind, const OpDesc& d) const {
+  const bool attn = kind == OpKind::attn_fwd || kind == OpKind::attn_bwd;
+  return attn && d.detail >= 0 && size_t(d.detail) < attentions.size() ? &attentions[size_t(d.detail)] : nullptr;
 }
-const Gemm* Schedule::gemm_of(const Op& op) const {
-  return op.kind == OpKind::gemm && op.detail >= 0 && op.detail < static_cast<int32_t>(gemms.size())
-             ? &gemms[size_t(op.detail)]
-             : nullptr;
+const Gemm* Schedule::gemm_of(OpKind kind, const OpDesc& d) const {
+  return kind == OpKind::gemm && d.detail >= 0 && size_t(d.detail) < gemms.size() ? &gemms[size_t(d.detail)] : nullptr;
+}
+
+bool Schedule::operator==(const Schedule& o) const {
+  if (experiment != o.experiment || generator != o.generator || ranks != o.ranks || groups != o.groups ||
+      buffers != o.buffers || token_sets != o.token_sets || accesses != o.accesses || attentions != o.attentions ||
+      gemms != o.gemms || symmetry != o.symmetry || ops.size() != o.ops.size())
+    return false;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    Op a = ops[i], b = o.ops[i];
+    if (desc(a) != o.desc(b)) return false;
+    a.desc = b.desc = -1;
+    if (a != b) return false;
+  }
+  return true;
 }
 
 std::string describe(const Schedule& s, OpId id) {

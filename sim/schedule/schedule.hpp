@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -189,33 +190,49 @@ struct Gemm {
   bool operator==(const Gemm&) const = default;
 };
 
+// What an op costs and which data it touches. Ops share entries: a Schedule
+// keeps each distinct one once (Schedule::descs) and an op names its entry, so
+// that an Op stays at 48 bytes with its dependencies.
+struct OpDesc {
+  double flops = 0.0;   // useful FLOPs the op performs
+  int64_t blocks = 0;   // attention kernel tiles (Bq x Bk) computed; 0 when not tiled
+  int64_t tokens = 0;   // query tokens processed
+  int64_t bytes = 0;    // send/recv: message; collectives: see docs/schedule-format.md; compute: HBM traffic
+  int32_t access = -1;  // index into Schedule::accesses; -1: none
+  int32_t detail = -1;  // attn_fwd/attn_bwd: Schedule::attentions; gemm: Schedule::gemms; -1: none
+  bool operator==(const OpDesc&) const = default;
+};
+inline const OpDesc kNoDesc{};  // what an op with desc -1 costs: nothing, and it names no data
+
 // Fields in the order the run plan, the matching and the engines read them
-// (identity, stream, kind, run, peer/group/tag, deps first; cost descriptors
-// last): 112 bytes with libstdc++ (was 120).
+// (identity, stream, kind, run, peer/group/tag, deps first). Ids, tags and
+// steps are held in 32 bits, streams and layers in 16 (the builder and the
+// readers check the ranges): 48 bytes.
 struct Op {
-  OpId id = 0;
-  int rank = 0;
-  int stream = 0;
+  int32_t id = 0;  // an OpId below kMaxOps
+  int32_t rank = 0;
+  int16_t stream = 0;
+  int16_t layer = -1;  // -1: outside the decoder layers (embedding, loss, optimizer)
   OpKind kind = OpKind::gemm;
   Phase phase = Phase::forward;
-  bool joined = false;     // p2p launched together with the previous op of its stream
-  int layer = -1;  // -1: outside the decoder layers (embedding, loss, optimizer)
-  int step = -1;   // ring step; -1: not a ring-step op
+  bool joined = false;  // p2p launched together with the previous op of its stream
+  int32_t step = -1;    // ring step; -1: not a ring-step op
   // communication descriptors
-  int peer = -1;           // send: receiver; recv: sender; broadcast: root; else -1
-  int group = -1;          // collectives: the group; else -1
-  // data descriptors: -1 when absent
-  int32_t access = -1;  // index into Schedule::accesses
-  int32_t detail = -1;  // attn_fwd/attn_bwd: Schedule::attentions; gemm: Schedule::gemms
-  int64_t tag = 0;      // separates otherwise identical p2p pairs / collective calls
-  DepList deps;         // ops on the same rank that must end before this starts
-  // cost descriptors
-  double flops = 0.0;      // useful FLOPs the op performs
-  int64_t blocks = 0;      // attention kernel tiles (Bq x Bk) computed; 0 when not tiled
-  int64_t tokens = 0;      // query tokens processed
-  int64_t bytes = 0;       // send/recv: message; collectives: see docs/schedule-format.md
+  int32_t peer = -1;   // send: receiver; recv: sender; broadcast: root; else -1
+  int32_t group = -1;  // collectives: the group; else -1
+  int32_t tag = 0;     // separates otherwise identical p2p pairs / collective calls
+  int32_t desc = -1;   // its costs and data: index into Schedule::descs (-1: kNoDesc)
+  DepList deps;        // ops on the same rank that must end before this starts
   bool operator==(const Op&) const = default;
 };
+static_assert(sizeof(Op) == 48);
+// The ranges the narrow fields hold (readers refuse values outside them).
+inline constexpr int64_t kMaxStreams = INT16_MAX, kMaxLayer = INT16_MAX, kMinTag = INT32_MIN, kMaxTag = INT32_MAX;
+
+// op's entry among `descs` (a streamed chunk's own table), kNoDesc for desc -1.
+inline const OpDesc& desc_in(std::span<const OpDesc> descs, const Op& op) {
+  return op.desc >= 0 ? descs[size_t(op.desc)] : kNoDesc;
+}
 
 struct Schedule {
   nlohmann::json experiment = nlohmann::json::object();  // the experiment it came from, verbatim
@@ -223,6 +240,7 @@ struct Schedule {
   std::vector<Rank> ranks;
   std::vector<Group> groups;
   std::vector<Op> ops;
+  std::vector<OpDesc> descs;  // the ops' costs and data descriptors (Op::desc), each distinct entry once
   // Data descriptors (empty in a costable-only Schedule); ops refer to them by index.
   std::vector<Buffer> buffers;  // buffers[i].id == i
   std::vector<TokenSet> token_sets;
@@ -233,11 +251,26 @@ struct Schedule {
 
   // nullptr when the rank or stream does not exist.
   const Stream* find_stream(int rank, int stream) const;
+  // The op's costs and data descriptors (kNoDesc for desc -1 or out of range).
+  const OpDesc& desc(const Op& op) const {
+    return op.desc >= 0 && size_t(op.desc) < descs.size() ? descs[size_t(op.desc)] : kNoDesc;
+  }
+  // Gives op the entry d, appended (builders and readers intern: equal entries shared).
+  void set_desc(Op& op, const OpDesc& d) {
+    op.desc = static_cast<int32_t>(descs.size());
+    descs.push_back(d);
+  }
   // nullptr when the op has no such descriptor (or its index is out of range).
-  const Access* access_of(const Op& op) const;
-  const Attention* attention_of(const Op& op) const;
-  const Gemm* gemm_of(const Op& op) const;
-  bool operator==(const Schedule&) const = default;
+  const Access* access_of(const Op& op) const { return access_of(desc(op)); }
+  const Attention* attention_of(const Op& op) const { return attention_of(op.kind, desc(op)); }
+  const Gemm* gemm_of(const Op& op) const { return gemm_of(op.kind, desc(op)); }
+  // The same for an op whose entry is d (a streamed chunk keeps its own entries).
+  const Access* access_of(const OpDesc& d) const;
+  const Attention* attention_of(OpKind kind, const OpDesc& d) const;
+  const Gemm* gemm_of(OpKind kind, const OpDesc& d) const;
+  // Equal when everything is, each op with the same costs and data descriptors
+  // (whichever entries of `descs` they name).
+  bool operator==(const Schedule& o) const;
 };
 
 // "op 17 (rank 2 stream 'compute', attn_fwd forward layer 3 step 1)"; used in

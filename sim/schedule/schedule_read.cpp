@@ -89,7 +89,7 @@ Template read_template(const JsonReader& r) {
   const json& deps = r.value("deps");
   if (!deps.is_array() || deps.size() != n) r.fail("deps", fmt::format("expected an array of {} arrays", n));
   auto rank = column<int64_t>(r, "rank", n, integer_in(r, 0, kMaxInt));
-  auto stream = column<int64_t>(r, "stream", n, integer_in(r, 0, kMaxInt));
+  auto stream = column<int64_t>(r, "stream", n, integer_in(r, 0, kMaxStreams - 1));
   auto kind = column<OpKind>(r, "kind", n, enum_in<OpKind>(r, parse_op_kind, "op kind"));
   auto step = column<int64_t>(r, "step", n, integer_in(r, -1, kMaxInt));
   auto peer = column<int64_t>(r, "peer", n, integer_in(r, -1, kMaxInt));
@@ -100,7 +100,7 @@ Template read_template(const JsonReader& r) {
   t.blocks = whole(column<int64_t>(r, "blocks", n, integer_in(r, 0, kMaxSize)));
   t.tokens = whole(column<int64_t>(r, "tokens", n, integer_in(r, 0, kMaxSize)));
   t.bytes = whole(column<int64_t>(r, "bytes", n, integer_in(r, 0, kMaxSize)));
-  t.tag = whole(column<int64_t>(r, "tag", n, integer_in(r, kMinI64, kMaxI64)));
+  t.tag = whole(column<int64_t>(r, "tag", n, integer_in(r, kMinTag, kMaxTag)));
   t.access = whole(column<int64_t>(r, "access", n, integer_in(r, -1, kMaxInt)));
   t.detail = whole(column<int64_t>(r, "detail", n, integer_in(r, -1, kMaxInt)));
   r.finish();
@@ -144,13 +144,13 @@ Segment read_segment(const JsonReader& r, const std::vector<Template>& templates
   g.tmpl = static_cast<size_t>(r.integer("template", 0, static_cast<int64_t>(templates.size()) - 1));
   const size_t n = templates[g.tmpl].ops.size();
   g.first = static_cast<size_t>(r.integer("first", 0, kMaxI64));
-  g.layer = static_cast<int>(r.integer("layer", -1, kMaxInt));
+  g.layer = static_cast<int>(r.integer("layer", -1, kMaxLayer));
   g.phase = enum_in<Phase>(r, parse_phase, "phase")(r.value("phase"), "phase");
   if (r.has("flops")) g.flops = whole(column<double>(r, "flops", n, flops_in(r)));
   if (r.has("blocks")) g.blocks = whole(column<int64_t>(r, "blocks", n, integer_in(r, 0, kMaxSize)));
   if (r.has("tokens")) g.tokens = whole(column<int64_t>(r, "tokens", n, integer_in(r, 0, kMaxSize)));
   if (r.has("bytes")) g.bytes = whole(column<int64_t>(r, "bytes", n, integer_in(r, 0, kMaxSize)));
-  if (r.has("tag")) g.tag = whole(column<int64_t>(r, "tag", n, integer_in(r, kMinI64, kMaxI64)));
+  if (r.has("tag")) g.tag = whole(column<int64_t>(r, "tag", n, integer_in(r, kMinTag, kMaxTag)));
   descriptor_column(r, "access", n, g.access, g.access_at);
   descriptor_column(r, "detail", n, g.detail, g.detail_at);
   if (r.has("outside_deps")) {
@@ -160,7 +160,7 @@ Segment read_segment(const JsonReader& r, const std::vector<Template>& templates
       auto key = fmt::format("outside_deps[{}]", k);
       if (!o[k].is_array() || o[k].size() != 2) r.fail(key, "expected [op index, dependency id]");
       g.outside.emplace_back(static_cast<size_t>(integer_in(r, 0, static_cast<int64_t>(n) - 1)(o[k][0], key)),
-                             integer_in(r, kMinI64, kMaxI64)(o[k][1], key));
+                             integer_in(r, 0, kMaxOps - 1)(o[k][1], key));
     }
   }
   r.finish();
@@ -335,9 +335,10 @@ Schedule from_schedule_json(const json& j, const std::string& name, const OpCoun
   if (before_allocating) before_allocating(static_cast<int64_t>(op_count), static_cast<int64_t>(s.ranks.size()));
   s.ops.resize(op_count);
   std::vector<bool> covered(s.ops.size(), false);
+  TableIndex descs;
   for (const JsonReader& sr : r.objects("segments")) {
     const Segment g = read_segment(sr, templates);
-    expand_segment(templates[g.tmpl], g, s, covered, [&sr](std::string_view key, const std::string& what) { sr.fail(key, what); });
+    expand_segment(templates[g.tmpl], g, s, descs, covered, [&sr](std::string_view key, const std::string& what) { sr.fail(key, what); });
   }
   r.finish();
   for (size_t i = 0; i < covered.size(); ++i)

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/schedule/builder.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace rm::schedule::read_parts {
@@ -124,11 +125,23 @@ void check_coverage(std::vector<std::pair<size_t, size_t>> runs, size_t op_count
 // Expands segment `g` of template `t` into s.ops (allocated), marking the ids
 // it covers. fail("first" or "outside_deps", ...).
 template <class Fail>
-void expand_segment(const Template& t, const Segment& g, Schedule& s, std::vector<bool>& covered, const Fail& fail) {
+void expand_segment(const Template& t, const Segment& g, Schedule& s, TableIndex& descs, std::vector<bool>& covered,
+                    const Fail& fail) {
   const size_t n = t.ops.size(), first = g.first;
   if (first > s.ops.size() || n > s.ops.size() - first)
     fail("first", fmt::format("ops {}..{} lie beyond op_count {}", first, first + n - 1, s.ops.size()));
   const auto pick = [](const auto& own, const auto& theirs, size_t i) { return own.given ? own[i] : theirs[i]; };
+  std::vector<OpDesc> d(n);
+  for (size_t i = 0; i < n; ++i) {
+    d[i].flops = pick(g.flops, t.flops, i);
+    d[i].blocks = pick(g.blocks, t.blocks, i);
+    d[i].tokens = pick(g.tokens, t.tokens, i);
+    d[i].bytes = pick(g.bytes, t.bytes, i);
+    d[i].access = static_cast<int32_t>(pick(g.access, t.access, i));
+    d[i].detail = static_cast<int32_t>(pick(g.detail, t.detail, i));
+  }
+  for (const auto& [i, v] : g.access_at) d[i].access = static_cast<int32_t>(v);
+  for (const auto& [i, v] : g.detail_at) d[i].detail = static_cast<int32_t>(v);
   size_t next_outside = 0;
   for (size_t i = 0; i < n; ++i) {
     const auto id = static_cast<OpId>(first + i);
@@ -136,29 +149,22 @@ void expand_segment(const Template& t, const Segment& g, Schedule& s, std::vecto
       fail("first", fmt::format("op {}: duplicate id (this segment overlaps an earlier one)", id));
     covered[first + i] = true;
     Op op = t.ops[i];
-    op.id = id;
-    op.layer = g.layer;
+    op.id = static_cast<int32_t>(id);
+    op.layer = static_cast<int16_t>(g.layer);
     op.phase = g.phase;
-    op.flops = pick(g.flops, t.flops, i);
-    op.blocks = pick(g.blocks, t.blocks, i);
-    op.tokens = pick(g.tokens, t.tokens, i);
-    op.bytes = pick(g.bytes, t.bytes, i);
-    op.tag = pick(g.tag, t.tag, i);
-    op.access = static_cast<int32_t>(pick(g.access, t.access, i));
-    op.detail = static_cast<int32_t>(pick(g.detail, t.detail, i));
-    for (OpId& d : op.deps) {
-      if (d >= 0) {
-        d += static_cast<OpId>(first);
+    op.tag = static_cast<int32_t>(pick(g.tag, t.tag, i));
+    op.desc = intern_desc(s.descs, descs, d[i]);
+    for (DepId& dep : op.deps) {
+      if (dep >= 0) {
+        dep += static_cast<DepId>(first);
       } else {
         if (next_outside == g.outside.size() || g.outside[next_outside].first != i)
           fail("outside_deps", fmt::format("op {}: its outside dependencies are missing or out of order", id));
-        d = g.outside[next_outside++].second;
+        dep = static_cast<DepId>(g.outside[next_outside++].second);
       }
     }
     s.ops[first + i] = std::move(op);
   }
-  for (const auto& [i, v] : g.access_at) s.ops[first + i].access = static_cast<int32_t>(v);
-  for (const auto& [i, v] : g.detail_at) s.ops[first + i].detail = static_cast<int32_t>(v);
   if (next_outside != g.outside.size())
     fail("outside_deps", fmt::format("entry {} matches no outside dependency of the template", next_outside));
 }

@@ -396,7 +396,7 @@ Template read_template(Text& t) {
     switch (k) {
       case 0: n = static_cast<size_t>(t.integer(1, kMaxInt)); break;
       case 1: rank = ints(0, kMaxInt); break;
-      case 2: stream = ints(0, kMaxInt); break;
+      case 2: stream = ints(0, kMaxStreams - 1); break;
       case 3: kind = column<OpKind>(t, n, [&] { return t.enumerator(parse_op_kind); }); break;
       case 4: step = ints(-1, kMaxInt); break;
       case 5: peer = ints(-1, kMaxInt); break;
@@ -414,7 +414,7 @@ Template read_template(Text& t) {
       case 10: tm.blocks = ints(0, kMaxSize); break;
       case 11: tm.tokens = ints(0, kMaxSize); break;
       case 12: tm.bytes = ints(0, kMaxSize); break;
-      case 13: tm.tag = ints(kMinI64, kMaxI64); break;
+      case 13: tm.tag = ints(kMinTag, kMaxTag); break;
       case 14: tm.access = ints(-1, kMaxInt); break;
       default: tm.detail = ints(-1, kMaxInt); break;
     }
@@ -460,18 +460,18 @@ Segment read_segment(Text& t, const std::vector<Template>& templates) {
         n = templates[g.tmpl].ops.size();
         break;
       case 1: g.first = static_cast<size_t>(t.integer(0, kMaxI64)); break;
-      case 2: g.layer = static_cast<int>(t.integer(-1, kMaxInt)); break;
+      case 2: g.layer = static_cast<int>(t.integer(-1, kMaxLayer)); break;
       case 3: g.phase = t.enumerator(parse_phase); break;
       case 4: g.flops = column<double>(t, n, [&] { return t.flops(); }); break;
       case 5: g.blocks = ints(0, kMaxSize); break;
       case 6: g.tokens = ints(0, kMaxSize); break;
       case 7: g.bytes = ints(0, kMaxSize); break;
-      case 8: g.tag = ints(kMinI64, kMaxI64); break;
+      case 8: g.tag = ints(kMinTag, kMaxTag); break;
       case 9: g.access = ints(-1, kMaxInt); break;
       case 10: g.detail = ints(-1, kMaxInt); break;
       case 11: g.access_at = pairs<int64_t>(t, n, -1, kMaxInt); break;
       case 12: g.detail_at = pairs<int64_t>(t, n, -1, kMaxInt); break;
-      default: g.outside = pairs<OpId>(t, n, kMinI64, kMaxI64); break;
+      default: g.outside = pairs<OpId>(t, n, 0, kMaxOps - 1); break;
     }
   });
   // The DOM reader reads `access_at` only without `access` (else it is an unknown key).
@@ -527,7 +527,8 @@ Schedule read(std::string_view text, const OpCountCheck& before_allocating) {
   if (before_allocating) before_allocating(static_cast<int64_t>(op_count), static_cast<int64_t>(s.ranks.size()));
   s.ops.resize(op_count);
   std::vector<bool> covered(op_count, false);
-  for (const Segment& g : segments) expand_segment(templates[g.tmpl], g, s, covered, fail);
+  TableIndex descs;
+  for (const Segment& g : segments) expand_segment(templates[g.tmpl], g, s, descs, covered, fail);
   if (std::find(covered.begin(), covered.end(), false) != covered.end()) not_taken();
   return s;
 }

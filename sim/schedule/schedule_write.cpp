@@ -63,14 +63,15 @@ struct CostColumns {
   ojson flops, blocks, tokens, bytes, tag, access, detail;
 };
 
-CostColumns costs(const std::vector<Op>& ops, const Span& sp) {
-  return {column(ops, sp, [](const Op& o) { return ojson(o.flops); }),
-          column(ops, sp, [](const Op& o) { return ojson(o.blocks); }),
-          column(ops, sp, [](const Op& o) { return ojson(o.tokens); }),
-          column(ops, sp, [](const Op& o) { return ojson(o.bytes); }),
+CostColumns costs(const Schedule& s, const Span& sp) {
+  const auto& ops = s.ops;
+  return {column(ops, sp, [&s](const Op& o) { return ojson(s.desc(o).flops); }),
+          column(ops, sp, [&s](const Op& o) { return ojson(s.desc(o).blocks); }),
+          column(ops, sp, [&s](const Op& o) { return ojson(s.desc(o).tokens); }),
+          column(ops, sp, [&s](const Op& o) { return ojson(s.desc(o).bytes); }),
           column(ops, sp, [](const Op& o) { return ojson(o.tag); }),
-          column(ops, sp, [](const Op& o) { return ojson(o.access); }),
-          column(ops, sp, [](const Op& o) { return ojson(o.detail); })};
+          column(ops, sp, [&s](const Op& o) { return ojson(s.desc(o).access); }),
+          column(ops, sp, [&s](const Op& o) { return ojson(s.desc(o).detail); })};
 }
 
 ojson template_json(const std::vector<Op>& ops, const Span& sp, const CostColumns& c) {
@@ -190,7 +191,7 @@ std::string to_schedule_json(const Schedule& s) {
   std::unordered_map<std::string, size_t> by_key;
   std::vector<CostColumns> template_costs;
   for (const Span& sp : segments_of(s.ops)) {
-    CostColumns c = costs(s.ops, sp);
+    CostColumns c = costs(s, sp);
     auto [it, fresh] = by_key.try_emplace(structure_key(s.ops, sp), templates.size());
     if (fresh) {
       templates.push_back(template_json(s.ops, sp, c));

@@ -120,7 +120,10 @@ class Checker {
 
   void check_fields(const Op& op) {
     if (op.layer < -1 || op.step < -1) add(ProblemKind::bad_field, op.id, "layer and step must be >= -1");
-    if (op.bytes < 0 || op.flops < 0 || op.blocks < 0 || op.tokens < 0)
+    if (op.desc < -1 || op.desc >= static_cast<int64_t>(s_.descs.size()))
+      add(ProblemKind::bad_field, op.id, fmt::format("desc {} is not in the table of {}", op.desc, s_.descs.size()));
+    const OpDesc& d = s_.desc(op);
+    if (d.bytes < 0 || d.flops < 0 || d.blocks < 0 || d.tokens < 0)
       add(ProblemKind::bad_field, op.id, "costs must be >= 0");
     if (is_compute(op.kind)) {
       if (op.peer != -1 || op.group != -1) add(ProblemKind::bad_field, op.id, "a compute op has no peer or group");
@@ -215,18 +218,19 @@ class Checker {
   void check_data(const Op& op) {
     const bool attn = op.kind == OpKind::attn_fwd || op.kind == OpKind::attn_bwd;
     const bool executable = !s_.buffers.empty();  // a costable-only Schedule declares none
-    if (op.access < -1 || op.access >= static_cast<int32_t>(s_.accesses.size())) {
-      add(ProblemKind::bad_data, op.id, fmt::format("access {} is not in the table of {}", op.access, s_.accesses.size()));
+    const OpDesc& d = s_.desc(op);
+    if (d.access < -1 || d.access >= static_cast<int32_t>(s_.accesses.size())) {
+      add(ProblemKind::bad_data, op.id, fmt::format("access {} is not in the table of {}", d.access, s_.accesses.size()));
       return;
     }
     const size_t details = attn ? s_.attentions.size() : op.kind == OpKind::gemm ? s_.gemms.size() : 0;
-    if (op.detail < -1 || op.detail >= static_cast<int32_t>(details)) {
+    if (d.detail < -1 || d.detail >= static_cast<int32_t>(details)) {
       add(ProblemKind::bad_data, op.id,
           details == 0 ? std::string("only attention and gemm ops have a detail")
-                       : fmt::format("detail {} is not in the table of {}", op.detail, details));
+                       : fmt::format("detail {} is not in the table of {}", d.detail, details));
       return;
     }
-    if (executable && (attn || op.kind == OpKind::gemm) && op.detail < 0)
+    if (executable && (attn || op.kind == OpKind::gemm) && d.detail < 0)
       add(ProblemKind::bad_data, op.id, attn ? "has no attention descriptor" : "has no (m, n, k)");
     const Access* a = s_.access_of(op);
     if (!a) {
@@ -245,12 +249,12 @@ class Checker {
     // Bytes of a transfer against its buffers (collectives: docs/schedule-format.md's byte convention).
     auto need = [&](const char* side, const std::vector<int>& ids, bool each) {
       const int64_t n = each ? (ids.empty() ? -1 : s_.buffers[static_cast<size_t>(ids.front())].bytes()) : bytes_of(ids);
-      bool ok = !ids.empty() && n == op.bytes;
+      bool ok = !ids.empty() && n == d.bytes;
       if (each)
-        for (int b : ids) ok = ok && s_.buffers[static_cast<size_t>(b)].bytes() == op.bytes;
+        for (int b : ids) ok = ok && s_.buffers[static_cast<size_t>(b)].bytes() == d.bytes;
       if (!ok)
         add(ProblemKind::bad_data, op.id,
-            fmt::format("moves {} bytes, but the buffers it {} hold {}", op.bytes, side, ids.empty() ? 0 : bytes_of(ids)));
+            fmt::format("moves {} bytes, but the buffers it {} hold {}", d.bytes, side, ids.empty() ? 0 : bytes_of(ids)));
     };
     switch (op.kind) {
       case OpKind::send: need("reads", a->reads, true); break;  // several: their sum is sent
@@ -319,11 +323,11 @@ class Checker {
       if (p < 0) {
         add(ProblemKind::unmatched_p2p, op.id,
             fmt::format("{} {} rank {} (tag {}, {} bytes) has no matching {} on rank {}", is_send ? "send" : "recv",
-                        is_send ? "to" : "from", op.peer, op.tag, op.bytes, is_send ? "recv" : "send", op.peer));
-      } else if (is_send && s_.ops[static_cast<size_t>(p)].bytes != op.bytes) {
+                        is_send ? "to" : "from", op.peer, op.tag, s_.desc(op).bytes, is_send ? "recv" : "send", op.peer));
+      } else if (is_send && s_.desc(s_.ops[static_cast<size_t>(p)]).bytes != s_.desc(op).bytes) {
         add(ProblemKind::unmatched_p2p, op.id,
-            fmt::format("sends {} bytes but its matching recv, op {}, expects {}", op.bytes, p,
-                        s_.ops[static_cast<size_t>(p)].bytes));
+            fmt::format("sends {} bytes but its matching recv, op {}, expects {}", s_.desc(op).bytes, p,
+                        s_.desc(s_.ops[static_cast<size_t>(p)]).bytes));
       }
     }
   }
@@ -341,7 +345,7 @@ class Checker {
           continue;
         }
         const Op& op = s_.ops[static_cast<size_t>(call[i])];
-        if (op.kind != first.kind || op.bytes != first.bytes || op.peer != first.peer)
+        if (op.kind != first.kind || s_.desc(op).bytes != s_.desc(first).bytes || op.peer != first.peer)
           add(ProblemKind::bad_collective, op.id,
               fmt::format("is matched with {} but they differ in kind, bytes or root", describe(s_, first.id)));
       }

@@ -27,7 +27,7 @@ schedule::Schedule two_layers() {
     op.kind = schedule::OpKind::elementwise;
     op.layer = layer;
     op.phase = phase;
-    op.access = layer < 0 ? 1 : 0;
+    s.set_desc(op, {0.0, 0, 0, 0, layer < 0 ? 1 : 0, -1});
     s.ops.push_back(op);
   }
   return s;

@@ -58,9 +58,8 @@ schedule::Schedule build(const Case& c) {
     o.rank = r;
     o.kind = k;
     o.group = k == OpKind::all_to_all ? 0 : -1;
-    o.access = int32_t(s.accesses.size());
+    s.set_desc(o, {0.0, 0, 0, 0, int32_t(s.accesses.size()), detail});
     s.accesses.push_back({std::move(reads), std::move(writes)});
-    o.detail = detail;
     s.ops.push_back(o);
   };
   for (int r = 0; r < c.n; ++r) op(r, OpKind::all_to_all, {3 * r}, {3 * r + 1}, -1);

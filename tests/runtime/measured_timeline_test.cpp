@@ -166,7 +166,7 @@ TEST(MeasuredTimeline, MediansSpreadAndAlignmentOverThreeIterations) {
     EXPECT_NEAR(e.spread_s, (base.end[size_t(op.id)] - base.start[size_t(op.id)]) * 0.2, 1e-9);
     // The predicted Timelines' fields.
     traces::Event want;
-    schedule::fill_event(op, want);
+    schedule::fill_event(op, s.desc(op), want);
     EXPECT_EQ(e.name, want.name);
     EXPECT_EQ(e.category, want.category);
     EXPECT_EQ(std::tie(e.rank, e.stream, e.layer, e.phase, e.step, e.bytes, e.flops),

@@ -32,7 +32,7 @@ schedule::OpId p2p(schedule::Schedule& s, OpKind kind, int rank, int stream, int
   op.stream = stream;
   op.peer = peer;
   op.tag = tag;
-  op.bytes = 64;
+  s.set_desc(op, {0.0, 0, 0, 64});
   s.ops.push_back(op);
   return op.id;
 }
@@ -127,7 +127,7 @@ TEST(P2pChannels, AcceptsEveryInOrderScheduleAndKeysByStream) {
     for (const auto& op : s.ops) {
       const int32_t ch = c.of_op[size_t(op.id)];
       ASSERT_GE(ch, 0);
-      EXPECT_EQ(c.streams[size_t(ch)], (std::pair{op.stream, op.stream}));
+      EXPECT_EQ(c.streams[size_t(ch)], (std::pair{int(op.stream), int(op.stream)}));
     }
   }
 }

@@ -123,9 +123,8 @@ TEST(KernelTable, AttentionCallReadsMaskAndTokensOffTheDescriptor) {
                   {1, 0, 0, 2, 0, 1, schedule::Mask::full}};
   schedule::Op op;
   op.kind = OpKind::attn_fwd;
-  op.tokens = 7;
   const auto call = [&](int detail) {
-    op.detail = detail;
+    s.set_desc(op, {0.0, 0, 7, 0, -1, detail});
     return CostModel::attention_call(s, op);
   };
   EXPECT_TRUE(call(0).causal);   // the diagonal call
@@ -153,7 +152,7 @@ TEST(KernelTable, SwitchingFa2ToFa3ScalesAttentionOpsByTheRatioOfTheirEntries) {
   std::set<std::pair<bool, bool>> seen;  // (backward, causal)
   for (const auto& op : s.ops) {
     if (op.kind != OpKind::attn_fwd && op.kind != OpKind::attn_bwd) continue;
-    if (op.flops <= 0) continue;
+    if (s.desc(op).flops <= 0) continue;
     const AttentionCall a = CostModel::attention_call(s, op);
     const double want = m2.attention_tflops(a.backward, a.causal, a.tokens) / m3.attention_tflops(a.backward, a.causal, a.tokens);
     EXPECT_NEAR((m3.compute_seconds(s, op) - launch) / (m2.compute_seconds(s, op) - launch), want, 1e-12)

@@ -17,12 +17,11 @@ Cluster a100() {
   return parse_cluster(JsonReader(c.json, c.source));
 }
 
-schedule::Op op(OpKind k, double flops, int64_t blocks = 0, int64_t bytes = 0) {
+// An op of kind k with these costs, its entry added to s.
+schedule::Op op(schedule::Schedule& s, OpKind k, double flops, int64_t blocks = 0, int64_t bytes = 0) {
   schedule::Op o;
   o.kind = k;
-  o.flops = flops;
-  o.blocks = blocks;
-  o.bytes = bytes;
+  s.set_desc(o, {flops, blocks, 0, bytes});
   return o;
 }
 
@@ -32,9 +31,9 @@ CostModel a100_model(const Cluster& c) { return CostModel(c, load_attention_kern
 
 TEST(CostModel, GemmAndIndexBuildAreFlopsOverTheGemmRatePlusLaunch) {
   CostModel m = a100_model(a100());
-  const schedule::Schedule s;
-  EXPECT_NEAR(m.compute_seconds(s, op(OpKind::gemm, 312e12 * 0.65 * 1e-3)), 1e-3 + 5e-6, 1e-12);
-  EXPECT_NEAR(m.compute_seconds(s, op(OpKind::index_build, 312e12 * 0.65 * 2e-3)), 2e-3 + 5e-6, 1e-12);
+  schedule::Schedule s;
+  EXPECT_NEAR(m.compute_seconds(s, op(s, OpKind::gemm, 312e12 * 0.65 * 1e-3)), 1e-3 + 5e-6, 1e-12);
+  EXPECT_NEAR(m.compute_seconds(s, op(s, OpKind::index_build, 312e12 * 0.65 * 2e-3)), 2e-3 + 5e-6, 1e-12);
 }
 
 TEST(CostModel, AttentionSecondsIsComputeSecondsWithoutAnOp) {
@@ -42,7 +41,7 @@ TEST(CostModel, AttentionSecondsIsComputeSecondsWithoutAnOp) {
   // (what `imbalance` charges) equals compute_seconds, and a tile kernel's time
   // is its executed tiles (or its allowed pairs, when larger) at the table's rate.
   CostModel m = a100_model(a100());
-  const schedule::Schedule s;
+  schedule::Schedule s;
   const double per_tile = 4.0 * 128 * 64 * 128;
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> fill(0.0, 1.2);
@@ -51,11 +50,11 @@ TEST(CostModel, AttentionSecondsIsComputeSecondsWithoutAnOp) {
     const int64_t blocks = int64_t(rng() % 100000);
     const double ratio = bwd ? 2.5 : 1.0;
     const double flops = fill(rng) * double(blocks) * per_tile * ratio;
-    schedule::Op o = op(bwd ? OpKind::attn_bwd : OpKind::attn_fwd, flops, blocks);
-    o.tokens = int64_t(rng() % 40000);
+    schedule::Op o = op(s, bwd ? OpKind::attn_bwd : OpKind::attn_fwd, flops, blocks);
+    s.descs[size_t(o.desc)].tokens = int64_t(rng() % 40000);
     const AttentionCall a = CostModel::attention_call(s, o);
     ASSERT_EQ(m.attention_seconds(a), m.compute_seconds(s, o)) << trial;
-    const double rate = m.attention_tflops(bwd, true, double(o.tokens)) * 1e12;
+    const double rate = m.attention_tflops(bwd, true, double(s.desc(o).tokens)) * 1e12;
     EXPECT_NEAR(m.compute_seconds(s, o), 5e-6 + std::max(flops, double(blocks) * per_tile * ratio) / rate,
                 1e-12 * m.compute_seconds(s, o));
   }
@@ -63,10 +62,10 @@ TEST(CostModel, AttentionSecondsIsComputeSecondsWithoutAnOp) {
 
 TEST(CostModel, ElementwiseIsARooflineOverHbm) {
   CostModel m = a100_model(a100());
-  const schedule::Schedule s;
+  schedule::Schedule s;
   const int64_t bytes = static_cast<int64_t>(1555e9 * 0.70 * 1e-3);
-  EXPECT_NEAR(m.compute_seconds(s, op(OpKind::elementwise, 1e6, 0, bytes)), 1e-3 + 5e-6, 1e-9);
-  EXPECT_NEAR(m.compute_seconds(s, op(OpKind::elementwise, 0)), 5e-6, 1e-15);
+  EXPECT_NEAR(m.compute_seconds(s, op(s, OpKind::elementwise, 1e6, 0, bytes)), 1e-3 + 5e-6, 1e-9);
+  EXPECT_NEAR(m.compute_seconds(s, op(s, OpKind::elementwise, 0)), 5e-6, 1e-15);
 }
 
 TEST(CostModel, TransferUsesRouteLatencyAndSlowestEffectiveLink) {

@@ -19,7 +19,7 @@ void expect_same(const DepList& d, const std::vector<OpId>& v, int step) {
   ASSERT_GE(d.capacity(), d.size());
   // In place while it fits, on the heap (and counted) once it has spilled.
   if (d.capacity() <= DepList::kInline) ASSERT_EQ(d.heap_bytes(), 0u);
-  else ASSERT_EQ(d.heap_bytes(), d.capacity() * sizeof(OpId));
+  else ASSERT_EQ(d.heap_bytes(), (d.capacity() + 1) * sizeof(DepId));  // the block leads with its capacity
 }
 
 TEST(DepList, EveryOperationMatchesAVectorOverRandomSequences) {
@@ -60,7 +60,7 @@ TEST(DepList, SelfAssignmentAndBracedListsKeepTheirContents) {
   d = {5};
   EXPECT_TRUE(d == (std::vector<OpId>{5}));
   EXPECT_EQ(d.back(), 5);
-  for (OpId& x : d) x += 1;  // mutable iteration, as the file reader rebases ids
+  for (DepId& x : d) x += 1;  // mutable iteration, as the file reader rebases ids
   EXPECT_TRUE(d == (std::vector<OpId>{6}));
 }
 

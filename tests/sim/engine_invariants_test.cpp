@@ -64,13 +64,13 @@ TEST_P(Invariants, HoldOnRandomSchedules) {
   int64_t sent = 0, received = 0;
   for (const auto& op : s.ops) {
     if (!schedule::is_p2p(op.kind)) continue;
-    (op.kind == schedule::OpKind::send ? sent : received) += op.bytes;
+    (op.kind == schedule::OpKind::send ? sent : received) += s.desc(op).bytes;
     const auto& e = *by_op[static_cast<size_t>(op.id)];
     const auto& p = *by_op[static_cast<size_t>(m.partner[static_cast<size_t>(op.id)])];
     EXPECT_DOUBLE_EQ(e.end_s, p.end_s);
     if (op.kind == schedule::OpKind::send) {
       EXPECT_GE(e.end_s - std::max(e.start_s, p.start_s),
-                model.transfer_seconds(topo, s.ranks[size_t(op.rank)].gpu, s.ranks[size_t(op.peer)].gpu, double(op.bytes)) - eps);
+                model.transfer_seconds(topo, s.ranks[size_t(op.rank)].gpu, s.ranks[size_t(op.peer)].gpu, double(s.desc(op).bytes)) - eps);
     }
   }
   EXPECT_EQ(sent, received);

@@ -80,8 +80,8 @@ TEST_P(EveryGenerator, BytesSentEqualBytesReceivedPerPair) {
   auto g = testing::generate(e, testing::model_of(e, sparsity::HeadPattern::dense_causal()));
   std::map<std::pair<int, int>, int64_t> sent, received;
   for (const auto& op : g.s.ops) {
-    if (op.kind == OpKind::send) sent[{op.rank, op.peer}] += op.bytes;
-    if (op.kind == OpKind::recv) received[{op.peer, op.rank}] += op.bytes;
+    if (op.kind == OpKind::send) sent[{op.rank, op.peer}] += g.s.desc(op).bytes;
+    if (op.kind == OpKind::recv) received[{op.peer, op.rank}] += g.s.desc(op).bytes;
   }
   EXPECT_EQ(sent, received);
   EXPECT_EQ(sent.empty(), e.parallel.cp == 1);
@@ -100,8 +100,8 @@ TEST_P(EveryGenerator, AttentionFlopsEqualTheDenseCausalFormula) {
         const int r = map.gpu(d, h, c, 0);
         double fwd = 0, bwd = 0;
         for (const auto& op : g.s.ops) {
-          if (op.rank == r && op.kind == OpKind::attn_fwd) fwd += op.flops;
-          if (op.rank == r && op.kind == OpKind::attn_bwd) bwd += op.flops;
+          if (op.rank == r && op.kind == OpKind::attn_fwd) fwd += g.s.desc(op).flops;
+          if (op.rank == r && op.kind == OpKind::attn_bwd) bwd += g.s.desc(op).flops;
         }
         const double want = causal_pairs(parts[size_t(c)]) * per_pair * (e.model.heads / p.hp);
         EXPECT_DOUBLE_EQ(fwd, want) << "rank " << r;
@@ -126,8 +126,8 @@ TEST_P(EveryGenerator, SparseBlocksEqualPairCostTotals) {
       int steps = 0;
       for (const auto& op : g.s.ops)
         if (op.rank == map.gpu(0, h, c, 0) && op.kind == OpKind::attn_fwd) {
-          blocks += op.blocks;
-          flops += op.flops;
+          blocks += g.s.desc(op).blocks;
+          flops += g.s.desc(op).flops;
           ++steps;
         }
       const int heads = e.model.heads / p.hp;

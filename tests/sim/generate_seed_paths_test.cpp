@@ -52,16 +52,16 @@ TEST(Shuffle, StripePerCallIsOneAllToAllPerTensorInEveryCallAndOnceIsNone) {
     for (Phase ph : {Phase::forward, Phase::recompute}) {
       auto a = ops_of(g.s, r, ph, OpKind::all_to_all);
       ASSERT_EQ(a.size(), 3u);
-      EXPECT_EQ(a[0]->bytes, kQ);
-      EXPECT_EQ(a[1]->bytes, kKv);
-      EXPECT_EQ(a[2]->bytes, kQ);
+      EXPECT_EQ(g.s.desc(*a[0]).bytes, kQ);
+      EXPECT_EQ(g.s.desc(*a[1]).bytes, kKv);
+      EXPECT_EQ(g.s.desc(*a[2]).bytes, kQ);
       for (const Op* op : a) EXPECT_EQ(g.s.groups[size_t(op->group)].ranks.size(), 4u);
     }
     auto b = ops_of(g.s, r, Phase::backward, OpKind::all_to_all);
     ASSERT_EQ(b.size(), 3u);
-    EXPECT_EQ(b[0]->bytes, kQ);   // dO in
-    EXPECT_EQ(b[1]->bytes, kQ);   // dQ out
-    EXPECT_EQ(b[2]->bytes, kKv);  // dK|dV out, as bf16
+    EXPECT_EQ(g.s.desc(*b[0]).bytes, kQ);   // dO in
+    EXPECT_EQ(g.s.desc(*b[1]).bytes, kQ);   // dQ out
+    EXPECT_EQ(g.s.desc(*b[2]).bytes, kKv);  // dK|dV out, as bf16
   }
   auto once = dense({"parallel.cp=4", "parallel.partition=stripe", "scope=layer", "parallel.shuffle=once"});
   for (int r = 0; r < 4; ++r) EXPECT_EQ(count(once.s, r, OpKind::all_to_all), 0);
@@ -78,7 +78,7 @@ TEST(Shuffle, ZigzagPerCallSwapsHalvesWithRankWMinus1MinusR) {
         std::sort(members.begin(), members.end());
         EXPECT_EQ(members, (std::vector<int>{std::min(r, 3 - r), std::max(r, 3 - r)}));
       }
-      EXPECT_EQ(a[0]->bytes, kQ);  // a two-member all-to-all of the whole tensor moves half of it
+      EXPECT_EQ(g.s.desc(*a[0]).bytes, kQ);  // a two-member all-to-all of the whole tensor moves half of it
     }
   }
   auto once = dense({"parallel.cp=4", "parallel.partition=zigzag", "scope=attention_fwd_bwd", "parallel.shuffle=once"});
@@ -96,14 +96,14 @@ TEST(GradCommDtype, DkvTransfersAndTheirBuffersFollowTheKey) {
     for (const Op& op : g.s.ops)
       if (op.kind == OpKind::send && op.tag == kTagDkvInner) {
         ++dkv_sends;
-        EXPECT_EQ(op.bytes, kKv / 2 * bytes);  // 2 (dK, dV) x tokens x KV heads x head dim x element
-        for (int b : g.s.access_of(op)->reads) EXPECT_EQ(g.s.buffers[size_t(b)].bytes(), op.bytes);
+        EXPECT_EQ(g.s.desc(op).bytes, kKv / 2 * bytes);  // 2 (dK, dV) x tokens x KV heads x head dim x element
+        for (int b : g.s.access_of(op)->reads) EXPECT_EQ(g.s.buffers[size_t(b)].bytes(), g.s.desc(op).bytes);
       }
     EXPECT_EQ(dkv_sends, 4 * 4);
     // K/V transfers stay bf16 whatever the key.
     for (const Op& op : g.s.ops)
       if (op.kind == OpKind::send && op.tag == kTagKvInner) {
-        EXPECT_EQ(op.bytes, kKv);
+        EXPECT_EQ(g.s.desc(op).bytes, kKv);
       }
   }
 }
@@ -190,7 +190,7 @@ TEST(Merge, EveryStepAfterTheFirstMergesItsAccumulatorsAsMemoryTraffic) {
       for (const Op* op : fwd) {
         EXPECT_GE(op->step, 1);
         // MTraining's kernel merges in its epilogue: running O (bf16) and LSE (fp32) read and written.
-        EXPECT_EQ(op->bytes, T * H * (2 * D * 2 + 2 * 4));
+        EXPECT_EQ(g.s.desc(*op).bytes, T * H * (2 * D * 2 + 2 * 4));
         EXPECT_GT(op->id, 0);
         EXPECT_EQ(g.s.ops[size_t(op->id - 1)].kind, OpKind::attn_fwd);  // right after its step's attention
       }
@@ -199,14 +199,14 @@ TEST(Merge, EveryStepAfterTheFirstMergesItsAccumulatorsAsMemoryTraffic) {
       auto bwd = ops_of(g.s, r, Phase::backward, OpKind::elementwise);
       ASSERT_EQ(bwd.size(), 3u);
       for (const Op* op : bwd)
-        EXPECT_EQ(op->bytes, T * H * D * (4 + 2 + 4) + 2 * T * Hkv * D * (g_bytes + 2 + g_bytes));
+        EXPECT_EQ(g.s.desc(*op).bytes, T * H * D * (4 + 2 + 4) + 2 * T * Hkv * D * (g_bytes + 2 + g_bytes));
     }
   }
   // A FlashAttention kernel returns a partial: it is read (bf16 O, fp32 LSE) and the fp32
   // O and LSE accumulators are read and written (ring-flash-attention's update_out_and_lse).
   auto fa2 = dense({"parallel.cp=4", "scope=attention_fwd", "kernel.attention=fa2"});
   for (const Op* op : ops_of(fa2.s, 0, Phase::forward, OpKind::elementwise))
-    EXPECT_EQ(op->bytes, T * H * ((D * 2 + 4) + 2 * (D * 4 + 4)));
+    EXPECT_EQ(fa2.s.desc(*op).bytes, T * H * ((D * 2 + 4) + 2 * (D * 4 + 4)));
   // A ring of one merges nothing.
   EXPECT_EQ(count(dense({"scope=attention_fwd_bwd"}).s, 0, OpKind::elementwise), 0);
 }
@@ -228,7 +228,7 @@ TEST(Merge, HierarchicalBackwardAddsTheOuterDkvSumsOnTheComputeStream) {
     }
     ASSERT_EQ(adds.size(), 1u);
     const Op& add = *adds[0];
-    EXPECT_EQ(add.bytes, 3 * dkv);  // two fp32 sums read, one written
+    EXPECT_EQ(g.s.desc(add).bytes, 3 * dkv);  // two fp32 sums read, one written
     EXPECT_EQ(add.step, 15);
     EXPECT_EQ(add.stream, ew.front()->stream);  // on the compute stream
     EXPECT_TRUE(s.access_of(add)->writes.empty());
@@ -244,7 +244,7 @@ TEST(Merge, HierarchicalBackwardAddsTheOuterDkvSumsOnTheComputeStream) {
     // The round's first step (k = 8) brings no inner sum: dk = step_dk.to(float32).
     for (const Op* op : ew) {
       if (op->step == 8 && op != &add) {
-        EXPECT_EQ(op->bytes, T * H * D * 10 + 2 * T * Hkv * D * (2 + 4));
+        EXPECT_EQ(g.s.desc(*op).bytes, T * H * D * 10 + 2 * T * Hkv * D * (2 + 4));
       }
     }
   }
@@ -293,19 +293,19 @@ TEST(IndexBuilding, OpSequenceAndSizesPerSelectionMode) {
              op.kind == OpKind::recv))
           have.push_back(op.kind), seq.push_back(&op);
       ASSERT_EQ(have, want) << c.pattern;
-      EXPECT_EQ(seq[0]->bytes, 64 * H * D * 2);                             // last 64 queries, bf16
+      EXPECT_EQ(g.s.desc(*seq[0]).bytes, 64 * H * D * 2);                             // last 64 queries, bf16
       EXPECT_EQ(g.s.ranks[size_t(seq[0]->peer)].gpu, 3);                   // from the last rank
       if (c.top_p) {
-        EXPECT_EQ(seq[3]->bytes, 4 * H * 64 * 2);  // maxima of every rank
+        EXPECT_EQ(g.s.desc(*seq[3]).bytes, 4 * H * 64 * 2);  // maxima of every rank
       }
       const size_t v = c.top_p ? 7 : 3;
-      EXPECT_EQ(seq[v]->bytes, H * N * 2);                                  // vertical scores
-      EXPECT_EQ(seq[v + 4]->bytes, H * c.verticals * 4);                    // int32 indices
-      EXPECT_EQ(seq[v + 6]->bytes, H * (N + 63) * 2);                       // N + 63 diagonals
-      EXPECT_EQ(seq[v + 10]->bytes, H * c.slashes * 4);
+      EXPECT_EQ(g.s.desc(*seq[v]).bytes, H * N * 2);                                  // vertical scores
+      EXPECT_EQ(g.s.desc(*seq[v + 4]).bytes, H * c.verticals * 4);                    // int32 indices
+      EXPECT_EQ(g.s.desc(*seq[v + 6]).bytes, H * (N + 63) * 2);                       // N + 63 diagonals
+      EXPECT_EQ(g.s.desc(*seq[v + 10]).bytes, H * c.slashes * 4);
       // The conversion writes every ring step's block mask: grows with (N/128)^2 x heads x ranks.
       const int64_t nb = N / 128;
-      EXPECT_EQ(seq[v + 11]->bytes, 4 * H * nb * nb + 4 * H * nb * c.verticals * 4);
+      EXPECT_EQ(g.s.desc(*seq[v + 11]).bytes, 4 * H * nb * nb + 4 * H * nb * c.verticals * 4);
     }
     // Every rank but the root sends its two score vectors, and no other rank runs a top-k.
     int gathers = 0;
@@ -318,7 +318,7 @@ TEST(IndexBuilding, OpSequenceAndSizesPerSelectionMode) {
       auto conv = ops_of(g.s, r, Phase::backward, OpKind::index_build);
       ASSERT_EQ(conv.size(), 1u);
       const int64_t nb = N / 128;
-      EXPECT_EQ(conv[0]->bytes, 64 * 4 * H * nb * nb);
+      EXPECT_EQ(g.s.desc(*conv[0]).bytes, 64 * 4 * H * nb * nb);
       const auto* a = g.s.access_of(*conv[0]);
       ASSERT_EQ(a->reads.size(), 1u);
       EXPECT_EQ(g.s.buffers[size_t(a->reads[0])].name, "index.re");

@@ -49,7 +49,7 @@ TEST(Checkpoint, PoliciesChangeWhatIsRecomputed) {
   // After a selective recomputation the backward exchanges carry Q, K, V again.
   auto a2a_in_bytes = [](const schedule::Schedule& s) {
     for (const auto& op : s.ops)
-      if (op.phase == Phase::backward && op.kind == OpKind::all_to_all) return op.bytes;
+      if (op.phase == Phase::backward && op.kind == OpKind::all_to_all) return s.desc(op).bytes;
     return int64_t(-1);
   };
   EXPECT_GT(a2a_in_bytes(selective.s), a2a_in_bytes(full.s));
@@ -164,7 +164,7 @@ TEST(Step, WithoutAccessesIsTheWholeStepLessItsData) {
       ASSERT_FALSE(whole.buffers.empty());
       EXPECT_TRUE(lean.accesses.empty());
       EXPECT_TRUE(lean.buffers.empty());
-      testing::expect_ops_without_accesses(whole, lean.ops);
+      testing::expect_ops_without_accesses(whole, lean.ops, lean.descs);
       EXPECT_EQ(lean.ranks, whole.ranks);
       EXPECT_EQ(lean.groups, whole.groups);
       EXPECT_EQ(lean.attentions, whole.attentions);

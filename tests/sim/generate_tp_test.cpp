@@ -55,9 +55,9 @@ Work work_of(const schedule::Schedule& s) {
   Work w;
   for (const auto& op : s.ops)
     if (schedule::is_compute(op.kind) && op.phase != Phase::optimizer) {
-      w.flops[op.kind] += op.flops;
-      w.blocks[op.kind] += op.blocks;
-      w.bytes[op.kind] += op.bytes;
+      w.flops[op.kind] += s.desc(op).flops;
+      w.blocks[op.kind] += s.desc(op).blocks;
+      w.bytes[op.kind] += s.desc(op).bytes;
     }
   return w;
 }
@@ -99,7 +99,7 @@ TEST(TensorParallel, EachRanksGemmsAreOneTpthOfTp1s) {
     const auto s = session.schedule(load(with(sets, tp)));
     std::map<int, double> flops;
     for (const auto& op : s.ops)
-      if (op.kind == OpKind::gemm) flops[op.rank] += op.flops;
+      if (op.kind == OpKind::gemm) flops[op.rank] += s.desc(op).flops;
     return flops;
   };
   const auto one = per_rank(1);
@@ -119,7 +119,7 @@ TEST(TensorParallel, EachRanksGemmsAreOneTpthOfTp1s) {
     }
   ASSERT_NE(qkv, nullptr);
   EXPECT_EQ(*s.gemm_of(*qkv), (schedule::Gemm{4096, 1536, 4096}));
-  EXPECT_DOUBLE_EQ(qkv->flops, 2.0 * 4096 * 1536 * 4096);
+  EXPECT_DOUBLE_EQ(s.desc(*qkv).flops, 2.0 * 4096 * 1536 * 4096);
 }
 
 // Megatron-SP per layer and pass on every rank: an all-gather before and a reduce-scatter
@@ -139,7 +139,7 @@ TEST(TensorParallel, CollectivesAreMegatronSequenceParallels) {
     ASSERT_NE(st, nullptr);
     if (st->name != "tp") continue;
     ASSERT_TRUE(op.kind == OpKind::all_gather || op.kind == OpKind::reduce_scatter) << describe(s, op.id);
-    EXPECT_EQ(op.bytes, bytes) << describe(s, op.id);
+    EXPECT_EQ(s.desc(op).bytes, bytes) << describe(s, op.id);
     const auto& g = s.groups[size_t(op.group)].ranks;
     ASSERT_EQ(g.size(), 2u);
     EXPECT_EQ(g[1], g[0] + 1) << "a tensor group is consecutive GPUs";
@@ -169,8 +169,9 @@ TEST(TensorParallel, RingMessagesAreOneTpth) {
                                       "parallel.partition=zigzag", "parallel.ring=ring", "scope=attention_fwd_bwd"};
   auto sends = [&](int tp) {
     std::map<int64_t, int> by_bytes;
-    for (const auto& op : session.schedule(load(with(sets, tp))).ops)
-      if (op.kind == OpKind::send) ++by_bytes[op.bytes];
+    const auto s = session.schedule(load(with(sets, tp)));
+    for (const auto& op : s.ops)
+      if (op.kind == OpKind::send) ++by_bytes[s.desc(op).bytes];
     return by_bytes;
   };
   const auto one = sends(1), four = sends(4);
@@ -199,7 +200,7 @@ TEST(TensorParallel, GradientsAreReducedOverEachShardsReplicas) {
     const auto* st = s.find_stream(op.rank, op.stream);
     if (st->name != "dp") continue;
     ++reductions;
-    EXPECT_EQ(op.bytes, (77'070'336 / 2 + 4'096) * 2);
+    EXPECT_EQ(s.desc(op).bytes, (77'070'336 / 2 + 4'096) * 2);
     std::set<int> t_of;
     for (int g : s.groups[size_t(op.group)].ranks) t_of.insert(g % 2);  // tensor rank = gpu mod tp
     EXPECT_EQ(s.groups[size_t(op.group)].ranks.size(), 4u);

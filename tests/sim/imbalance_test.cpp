@@ -64,7 +64,7 @@ TEST_P(ImbalanceMatchesSimulate, SameAttentionSecondsPerLayerAndSameTransfers) {
     const auto* st = s.find_stream(op.rank, op.stream);
     if (op.kind == OpKind::send && op.phase == Phase::forward && st && st->name.rfind("kv_", 0) == 0)
       kv = std::max(kv, cost.transfer_seconds(topo, s.ranks[size_t(op.rank)].gpu, s.ranks[size_t(op.peer)].gpu,
-                                              double(op.bytes)));
+                                              double(s.desc(op).bytes)));
   }
   EXPECT_NEAR(rep.partitions[0].kv_transfer_seconds, kv, 1e-12 * std::max(kv, 1e-30));
 }

@@ -98,9 +98,8 @@ TEST(RunDriver, StopsShortOnADeadlockAndNamesTheFirstStuckOp) {
     Op op;
     op.rank = rank;
     op.kind = kind;
-    op.bytes = 8;
     op.peer = 1 - rank;
-    b.add_op(op);
+    b.add_op(op, {0.0, 0, 0, 8});
   };
   add(0, OpKind::recv);
   add(1, OpKind::recv);

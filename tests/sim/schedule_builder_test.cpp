@@ -70,7 +70,8 @@ TEST(ScheduleBuilder, P2PMakesAMatchedPair) {
   EXPECT_EQ(recv.kind, OpKind::recv);
   EXPECT_EQ(recv.rank, 1);
   EXPECT_EQ(recv.peer, 0);
-  EXPECT_EQ(recv.bytes, 512);
+  EXPECT_EQ(s.desc(recv).bytes, 512);
+  EXPECT_EQ(send.desc, recv.desc);  // the pair shares its entry
   EXPECT_EQ(recv.tag, 9);
   EXPECT_EQ(recv.phase, Phase::backward);
   EXPECT_EQ(recv.layer, 3);
@@ -117,21 +118,20 @@ TEST(ScheduleMatching, KthSendMeetsKthRecvPerTag) {
   Op send;
   send.kind = OpKind::send;
   send.peer = 1;
-  send.bytes = 8;
   Op recv = send;
   recv.kind = OpKind::recv;
   recv.rank = 1;
   recv.peer = 0;
-  OpId s0 = b.add_op(send);
+  OpId s0 = b.add_op(send, {0.0, 0, 0, 8});
   send.tag = 1;
-  OpId s1 = b.add_op(send);  // tag 1
+  OpId s1 = b.add_op(send, {0.0, 0, 0, 8});  // tag 1
   send.tag = 0;
-  OpId s2 = b.add_op(send);
+  OpId s2 = b.add_op(send, {0.0, 0, 0, 8});
   recv.tag = 1;
-  OpId r1 = b.add_op(recv);
+  OpId r1 = b.add_op(recv, {0.0, 0, 0, 8});
   recv.tag = 0;
-  OpId r0 = b.add_op(recv);
-  OpId r2 = b.add_op(recv);
+  OpId r0 = b.add_op(recv, {0.0, 0, 0, 8});
+  OpId r2 = b.add_op(recv, {0.0, 0, 0, 8});
   auto m = match_comms(b.peek());
   EXPECT_EQ(m.partner[static_cast<size_t>(s0)], r0);
   EXPECT_EQ(m.partner[static_cast<size_t>(s1)], r1);
@@ -211,7 +211,7 @@ TEST(ScheduleBuilder, EqualDescriptorsShareOneEntry) {
   b.set_access(ops[2], {q}, {});  // differs: reads only
   EXPECT_EQ(b.peek().accesses.size(), 2u);
   EXPECT_EQ(b.peek().attentions.size(), 1u);
-  EXPECT_EQ(b.peek().ops[size_t(ops[0])].access, b.peek().ops[size_t(ops[1])].access);
+  EXPECT_EQ(b.peek().desc(b.peek().ops[size_t(ops[0])]).access, b.peek().desc(b.peek().ops[size_t(ops[1])]).access);
   EXPECT_THROW(b.set_gemm(ops[0], {1, 1, 1}), std::invalid_argument);  // not a gemm
   EXPECT_THROW(b.set_access(ops[0], {7}, {}), std::invalid_argument);  // no buffer 7
   EXPECT_THROW(b.drop_buffers(), std::invalid_argument);  // ops name them
@@ -265,18 +265,18 @@ TEST(ScheduleBuilder, InterningMatchesFirstSeenOrder) {
     akey.push_back(-1);
     akey.insert(akey.end(), writes.begin(), writes.end());
     b.set_access(a, reads, writes);
-    ASSERT_EQ(b.peek().ops[size_t(a)].access, oracle(accesses, akey));
+    ASSERT_EQ(b.peek().desc(b.peek().ops[size_t(a)]).access, oracle(accesses, akey));
     const Attention at{pick(3), pick(3), pick(4), 1 + pick(2), pick(2), 1, pick(2) ? Mask::causal : Mask::full,
                        IndexSource::none, pick(2) == 1};
     b.set_attention(a, at);
-    ASSERT_EQ(b.peek().ops[size_t(a)].detail,
+    ASSERT_EQ(b.peek().desc(b.peek().ops[size_t(a)]).detail,
               oracle(attentions, {at.q_tokens, at.kv_tokens, at.head_begin, at.heads, at.kv_head_begin, at.kv_heads,
                                   int64_t(at.mask), int64_t(at.index), int64_t{at.merge}}));
 
     const OpId g = b.compute(0, 0, OpKind::gemm, {}, {1, 1, 1});
     const Gemm gm{1 + pick(30), 1 + pick(30), 1};
     b.set_gemm(g, gm);
-    ASSERT_EQ(b.peek().ops[size_t(g)].detail, oracle(gemms, {gm.m, gm.n, gm.k}));
+    ASSERT_EQ(b.peek().desc(b.peek().ops[size_t(g)]).detail, oracle(gemms, {gm.m, gm.n, gm.k}));
   }
   EXPECT_EQ(b.peek().token_sets.size(), tokens.size());
   EXPECT_EQ(b.peek().accesses.size(), accesses.size());

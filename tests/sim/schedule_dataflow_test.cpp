@@ -520,10 +520,10 @@ INSTANTIATE_TEST_SUITE_P(Generators, Dataflow, ::testing::ValuesIn(kCases),
 
 // Points `op` at a copy of its access with `from` replaced by `to`.
 void redirect(Schedule& s, OpId op, int from, int to) {
-  Access a = s.accesses[size_t(s.ops[size_t(op)].access)];
+  Access a = *s.access_of(s.ops[size_t(op)]);
   for (auto* list : {&a.reads, &a.writes}) std::replace(list->begin(), list->end(), from, to);
   s.accesses.push_back(a);
-  s.ops[size_t(op)].access = int32_t(s.accesses.size() - 1);
+  rm::testing::edit_desc(s, s.ops[size_t(op)]).access = int32_t(s.accesses.size() - 1);
 }
 
 bool writes(const Schedule& s, const Op& op, int b) {
@@ -549,7 +549,7 @@ TEST(DataflowCheckers, CatchARingSourceOffByOne) {
         if (other.kind == OpKind::attn_fwd && other.rank == 3 && other.step == 2)
           a.kv_tokens = g.s.attention_of(other)->kv_tokens;
       g.s.attentions.push_back(a);
-      op.detail = int32_t(g.s.attentions.size() - 1);
+      rm::testing::edit_desc(g.s, op).detail = int32_t(g.s.attentions.size() - 1);
     }
   EXPECT_FALSE(coverage_problems(g.s, g.e, g.m).empty());
   EXPECT_FALSE(data_problems(g.s, g.e, events_of(g.s)).empty());
@@ -577,7 +577,7 @@ TEST(DataflowCheckers, CatchADkvPartialLeftOut) {
       Access a = *g.s.access_of(op);
       a.reads.resize(1);  // sends its own partial without what came with the block
       g.s.accesses.push_back(a);
-      g.s.ops[size_t(op.id)].access = int32_t(g.s.accesses.size() - 1);
+      rm::testing::edit_desc(g.s, g.s.ops[size_t(op.id)]).access = int32_t(g.s.accesses.size() - 1);
     }
   EXPECT_FALSE(data_problems(g.s, g.e, events_of(g.s)).empty());
 }

@@ -75,8 +75,8 @@ TEST(ScheduleFile, HashIdentifiesTheSchedule) {
     EXPECT_EQ(h, schedule_hash(from_text(to_schedule_json(s))));
     hashes.insert(h);
     for (auto& op : s.ops)
-      if (op.bytes > 0) {
-        op.bytes += 1;
+      if (s.desc(op).bytes > 0) {
+        rm::testing::edit_desc(s, op).bytes += 1;
         EXPECT_NE(schedule_hash(s), h) << "seed " << seed;
         break;
       }

@@ -9,6 +9,7 @@
 #include "sim/schedule/deadlock.hpp"
 #include "sim/schedule/topo_order.hpp"
 #include "sim/schedule/schedule_error.hpp"
+#include "tests/support/op_descs.hpp"
 #include "tests/support/schedule_random.hpp"
 
 namespace rm::schedule {
@@ -26,15 +27,16 @@ ScheduleBuilder two_ranks() {
   return b;
 }
 
-Op comm(int rank, OpKind kind, int peer, int64_t bytes = 1024) {
+Op comm(int rank, OpKind kind, int peer) {
   Op op;
   op.rank = rank;
   op.stream = 1;
   op.kind = kind;
   op.peer = peer;
-  op.bytes = bytes;
   return op;
 }
+// What a transfer of `bytes` costs (ScheduleBuilder::add_op's entry).
+OpDesc moved(int64_t bytes = 1024) { return {0.0, 0, 0, bytes}; }
 
 // The first problem, which must be of `kind` and about `op`; returns its message.
 std::string first_problem(const Schedule& s, ProblemKind kind, OpId op) {
@@ -90,7 +92,7 @@ TEST(ScheduleValidate, UnknownRankStreamAndGroup) {
 
 TEST(ScheduleValidate, SendWithoutRecv) {
   auto b = two_ranks();
-  OpId send = b.add_op(comm(0, OpKind::send, 1));
+  OpId send = b.add_op(comm(0, OpKind::send, 1), moved());
   auto msg = first_problem(b.peek(), ProblemKind::unmatched_p2p, send);
   EXPECT_TRUE(has(msg, "op 0 (rank 0 stream 'comm_intra', send forward): send to rank 1 (tag 0, 1024 bytes) has no "
                        "matching recv on rank 1"))
@@ -99,10 +101,10 @@ TEST(ScheduleValidate, SendWithoutRecv) {
 
 TEST(ScheduleValidate, RecvWithWrongTagOrBytes) {
   auto b = two_ranks();
-  OpId send = b.add_op(comm(0, OpKind::send, 1));
+  OpId send = b.add_op(comm(0, OpKind::send, 1), moved());
   Op recv = comm(1, OpKind::recv, 0);
   recv.tag = 3;  // tags must agree
-  OpId r = b.add_op(recv);
+  OpId r = b.add_op(recv, moved());
   auto problems = check(b.peek());
   ASSERT_EQ(problems.size(), 2u);
   EXPECT_EQ(problems[0].op, send);
@@ -110,8 +112,8 @@ TEST(ScheduleValidate, RecvWithWrongTagOrBytes) {
   EXPECT_TRUE(has(problems[1].message, "recv from rank 0 (tag 3, 1024 bytes) has no matching send on rank 0"));
 
   auto c = two_ranks();
-  OpId s2 = c.add_op(comm(0, OpKind::send, 1, 1024));
-  c.add_op(comm(1, OpKind::recv, 0, 2048));
+  OpId s2 = c.add_op(comm(0, OpKind::send, 1), moved(1024));
+  c.add_op(comm(1, OpKind::recv, 0), moved(2048));
   EXPECT_TRUE(has(first_problem(c.peek(), ProblemKind::unmatched_p2p, s2),
                   "sends 1024 bytes but its matching recv, op 1, expects 2048"));
 }
@@ -128,7 +130,7 @@ TEST(ScheduleValidate, CollectiveMissingAMember) {
                        "member rank 2 has no matching op"))
       << msg;
   s = b.peek();
-  s.ops[2].bytes = 1;
+  rm::testing::edit_desc(s, s.ops[2]).bytes = 1;
   EXPECT_TRUE(has(first_problem(s, ProblemKind::bad_collective, 2), "differ in kind, bytes or root"));
 }
 
@@ -203,10 +205,10 @@ TEST(ScheduleValidate, CycleBeforeDeadlockOnRandomDependencies) {
 TEST(ScheduleValidate, DeadlockOnCrossedReceives) {
   // Both ranks first wait to receive, then send: matched, acyclic, and stuck.
   auto b = two_ranks();
-  OpId r0 = b.add_op(comm(0, OpKind::recv, 1));
-  OpId r1 = b.add_op(comm(1, OpKind::recv, 0));
-  b.add_op(comm(0, OpKind::send, 1));
-  b.add_op(comm(1, OpKind::send, 0));
+  OpId r0 = b.add_op(comm(0, OpKind::recv, 1), moved());
+  OpId r1 = b.add_op(comm(1, OpKind::recv, 0), moved());
+  b.add_op(comm(0, OpKind::send, 1), moved());
+  b.add_op(comm(1, OpKind::send, 0), moved());
   auto problems = check(b.peek());
   ASSERT_EQ(problems.size(), 2u);
   EXPECT_EQ(problems[0].kind, ProblemKind::deadlock);
@@ -226,10 +228,10 @@ TEST(ScheduleValidate, DeadlockOnCrossedReceives) {
 
 TEST(ScheduleValidate, LaunchingTogetherResolvesTheCrossedReceives) {
   auto b = two_ranks();
-  OpId r0 = b.add_op(comm(0, OpKind::recv, 1));
-  OpId r1 = b.add_op(comm(1, OpKind::recv, 0));
-  OpId s0 = b.add_op(comm(0, OpKind::send, 1));
-  OpId s1 = b.add_op(comm(1, OpKind::send, 0));
+  OpId r0 = b.add_op(comm(0, OpKind::recv, 1), moved());
+  OpId r1 = b.add_op(comm(1, OpKind::recv, 0), moved());
+  OpId s0 = b.add_op(comm(0, OpKind::send, 1), moved());
+  OpId s1 = b.add_op(comm(1, OpKind::send, 0), moved());
   b.launch_together(std::vector<OpId>{r0, s0});
   b.launch_together(std::vector<OpId>{s1, r1});
   EXPECT_TRUE(check(b.peek()).empty());
@@ -255,8 +257,8 @@ TEST(ScheduleValidate, BadJoin) {
   b.compute(0, 1, OpKind::gemm, {}, {});
   Op send = comm(0, OpKind::send, 1);
   send.joined = true;
-  OpId s = b.add_op(send);
-  b.add_op(comm(1, OpKind::recv, 0));
+  OpId s = b.add_op(send, moved());
+  b.add_op(comm(1, OpKind::recv, 0), moved());
   EXPECT_TRUE(has(first_problem(b.peek(), ProblemKind::bad_join, s), "is joined"));
 }
 
@@ -290,7 +292,8 @@ TEST(ScheduleValidate, ExecutableScheduleIsValid) { EXPECT_TRUE(check(executable
 
 TEST(ScheduleValidate, TransferBytesMustEqualItsBuffers) {
   auto x = executable_pair();
-  x.s.ops[size_t(x.send)].bytes = x.s.ops[size_t(x.recv)].bytes = 1000;
+  rm::testing::edit_desc(x.s, x.s.ops[size_t(x.send)]).bytes = 1000;
+  rm::testing::edit_desc(x.s, x.s.ops[size_t(x.recv)]).bytes = 1000;
   auto msg = first_problem(x.s, ProblemKind::bad_data, x.send);
   EXPECT_TRUE(has(msg, "moves 1000 bytes, but the buffers it reads hold 131072")) << msg;
 }
@@ -298,17 +301,17 @@ TEST(ScheduleValidate, TransferBytesMustEqualItsBuffers) {
 TEST(ScheduleValidate, BufferOnAnotherRank) {
   auto x = executable_pair();
   x.s.accesses.push_back({{}, {0}});  // rank 0's q, written by rank 1's recv
-  x.s.ops[size_t(x.recv)].access = int32_t(x.s.accesses.size() - 1);
+  rm::testing::edit_desc(x.s, x.s.ops[size_t(x.recv)]).access = int32_t(x.s.accesses.size() - 1);
   auto msg = first_problem(x.s, ProblemKind::bad_data, x.recv);
   EXPECT_TRUE(has(msg, "uses buffer 0 'q' of rank 0")) << msg;
 }
 
 TEST(ScheduleValidate, ExecutableScheduleNamesWhatEveryTransferMoves) {
   auto x = executable_pair();
-  x.s.ops[size_t(x.recv)].access = -1;
+  rm::testing::edit_desc(x.s, x.s.ops[size_t(x.recv)]).access = -1;
   EXPECT_TRUE(has(first_problem(x.s, ProblemKind::bad_data, x.recv), "names no buffers it moves"));
   x = executable_pair();
-  x.s.ops[size_t(x.attn)].detail = -1;
+  rm::testing::edit_desc(x.s, x.s.ops[size_t(x.attn)]).detail = -1;
   EXPECT_TRUE(has(first_problem(x.s, ProblemKind::bad_data, x.attn), "has no attention descriptor"));
 }
 
@@ -324,7 +327,7 @@ TEST(ScheduleValidate, DescriptorsWithinTheExperiment) {
   ASSERT_FALSE(problems.empty());
   EXPECT_TRUE(has(problems[0].message, "query heads [3, 5) lie outside the model's 4 heads")) << problems[0].message;
   x = executable_pair();
-  x.s.ops[size_t(x.attn)].detail = 7;
+  rm::testing::edit_desc(x.s, x.s.ops[size_t(x.attn)]).detail = 7;
   EXPECT_TRUE(has(first_problem(x.s, ProblemKind::bad_data, x.attn), "detail 7 is not in the table of 1"));
 }
 
@@ -332,7 +335,7 @@ TEST(ScheduleValidate, CostableOnlySchedulesNeedNoDescriptors) {
   Schedule s = testing::random_schedule(3);
   ASSERT_TRUE(s.buffers.empty());
   EXPECT_TRUE(check(s).empty());
-  s.ops[0].access = 0;  // but an index must still point into its table
+  rm::testing::edit_desc(s, s.ops[0]).access = 0;  // but an index must still point into its table
   EXPECT_FALSE(check(s).empty());
 }
 

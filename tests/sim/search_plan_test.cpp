@@ -107,7 +107,7 @@ TEST(PlanBound, GemmFlopsAreWhatTheScheduleCarries) {
       const schedule::Schedule s = session.schedule(e);
       std::map<int, double> per_rank;
       for (const auto& op : s.ops)
-        if (op.kind == schedule::OpKind::gemm) per_rank[op.rank] += op.flops;
+        if (op.kind == schedule::OpKind::gemm) per_rank[op.rank] += s.desc(op).flops;
       for (const auto& [rank, f] : per_rank) EXPECT_NEAR(f, rank_gemm_flops(e), 1e-9 * f) << ck << " rank " << rank;
     }
 }

@@ -69,13 +69,10 @@ Hand hand() {
     op.kind = kind;
     op.layer = 0;
     op.step = step;
-    op.blocks = blocks;
-    op.flops = flops;
     op.deps = std::move(deps);
-    if (kind == OpKind::send || kind == OpKind::recv) {
-      op.peer = 1 - rank;
-      op.bytes = 100;
-    }
+    const bool p2p = kind == OpKind::send || kind == OpKind::recv;
+    if (p2p) op.peer = 1 - rank;
+    h.s.set_desc(op, {flops, blocks, 0, p2p ? 100 : 0});
     h.s.ops.push_back(op);
     h.tl.events.push_back(event(op, start, end));
   };
@@ -183,7 +180,7 @@ TEST(StepReport, CriticalPathFollowsTheStreamAndACollectiveMember) {
     op.rank = rank;
     op.stream = stream;
     op.kind = kind;
-    op.flops = 1;
+    h.s.set_desc(op, {1.0, 0, 0, 0});
     op.deps = std::move(deps);
     if (kind == OpKind::all_reduce) op.group = 0;
     h.s.ops.push_back(op);
@@ -359,8 +356,8 @@ TEST(StepReport, DenseStepFlopsMatchTheModelFlopsFormula) {
   expect_consistent(x);
   double gemm = 0, attn_fwd = 0;
   for (const auto& op : x.s.ops) {
-    if (op.kind == OpKind::gemm) gemm += op.flops;
-    if (op.kind == OpKind::attn_fwd) attn_fwd += op.flops;
+    if (op.kind == OpKind::gemm) gemm += x.s.desc(op).flops;
+    if (op.kind == OpKind::attn_fwd) attn_fwd += x.s.desc(op).flops;
   }
   const auto mf = cost::dense_causal_model_flops(x.e);
   EXPECT_NEAR(gemm, mf.dense, 1e-12 * mf.dense);

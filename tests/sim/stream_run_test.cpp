@@ -87,7 +87,7 @@ Streamed stream(const schedule::Schedule& meta, const std::vector<std::vector<sc
   report::StreamBoundBy bound_by(meta, topo, cost, &plan_replicated);
   StreamRun run(topo, cost, [&](const RetiredChunk& c) {
     ++out.retired;
-    bound_by.add(c.ops, c.start, c.end, c.groups, c.safe_before);
+    bound_by.add(c.ops, c.descs, c.start, c.end, c.groups, c.safe_before);
     for (size_t i = 0; i < c.ops.size(); ++i) {
       EXPECT_EQ(c.ops[i].id, OpId(out.times.start.size()));
       out.times.start.push_back(c.start[i]);
@@ -142,34 +142,49 @@ void expect_streams_exactly(const std::vector<std::string>& sets, bool one = fal
     if (ring_steps && !generate::ring_step_cuts_apply(e, replicas)) continue;
     SCOPED_TRACE(ring_steps ? "ring-step chunks" : "layer chunks");
     // The chunks are the whole Schedule's ops, in order.
+    // Each chunk carries its own descriptor entries: gathered into meta.descs here.
     std::vector<std::vector<schedule::Op>> chunks;
     schedule::Schedule meta;
+    std::vector<schedule::OpDesc> descs;
     generate::generate_step_chunks(
         e, session.patterns(e), topo, &session.work(), replicas,
-        [&](const schedule::Schedule& m, std::vector<schedule::Op> ops, bool) {
-          chunks.push_back(std::move(ops));
+        [&](const schedule::Schedule& m, schedule::OpChunk c, bool) {
+          EXPECT_TRUE(m.descs.empty());  // the builder keeps no entry of ops handed out
+          const auto base = int32_t(descs.size());
+          for (auto& op : c.ops)
+            if (op.desc >= 0) op.desc += base;
+          descs.insert(descs.end(), c.descs.begin(), c.descs.end());
+          chunks.push_back(std::move(c.ops));
           meta = m;
         },
         ring_steps);
+    meta.descs = descs;
     std::vector<schedule::Op> all;
     for (const auto& c : chunks) all.insert(all.end(), c.begin(), c.end());
     ASSERT_EQ(all.size(), whole.ops.size());
     // One replica's Schedule is costable-only (Session::one_replica_schedule): no accesses to compare.
-    if (whole.accesses.empty())
-      for (auto& op : all) op.access = -1;
-    for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], whole.ops[i]) << schedule::describe(whole, OpId(i));
+    for (size_t i = 0; i < all.size(); ++i) {
+      rm::testing::ResolvedOp got = rm::testing::resolved(all[i], descs);
+      if (whole.accesses.empty()) got.d.access = -1;
+      ASSERT_TRUE(got == rm::testing::resolved(whole, whole.ops[i])) << schedule::describe(whole, OpId(i));
+    }
     if (!ring_steps) {  // without accesses (what a streamed simulation asks for): the same ops, access -1
       std::vector<schedule::Op> bare;
+      std::vector<schedule::OpDesc> bare_descs;
       bool empty_table = true;
       generate::generate_step_chunks(
           e, session.patterns(e), topo, &session.work(), replicas,
-          [&](const schedule::Schedule& m, std::vector<schedule::Op> ops, bool) {
-            bare.insert(bare.end(), ops.begin(), ops.end());
+          [&](const schedule::Schedule& m, schedule::OpChunk c, bool) {
+            const auto base = int32_t(bare_descs.size());
+            for (auto& op : c.ops)
+              if (op.desc >= 0) op.desc += base;
+            bare_descs.insert(bare_descs.end(), c.descs.begin(), c.descs.end());
+            bare.insert(bare.end(), c.ops.begin(), c.ops.end());
             empty_table = empty_table && m.accesses.empty();
           },
           false, generate::Accesses::none);
       EXPECT_TRUE(empty_table);
-      generate::testing::expect_ops_without_accesses(whole, bare);
+      generate::testing::expect_ops_without_accesses(whole, bare, bare_descs);
     }
     if (e.scope == Scope::step) {
       EXPECT_GE(chunks.size(), size_t((ring_steps ? e.parallel.cp : 2) * e.model.layers));
@@ -436,8 +451,8 @@ TEST(StreamRun, ATagSentAgainBeforeItsPairMatchedPairsOldestFirst) {
   const int s1 = b.add_stream(r1, schedule::StreamKind::comm_inter);
   auto p2p_op = [&](int rank, int stream, OpKind kind, int peer, int64_t bytes) {
     schedule::Op o;
-    o.rank = rank, o.stream = stream, o.kind = kind, o.peer = peer, o.tag = 5, o.bytes = bytes;
-    return b.add_op(o);
+    o.rank = rank, o.stream = int16_t(stream), o.kind = kind, o.peer = peer, o.tag = 5;
+    return b.add_op(o, {0.0, 0, 0, bytes});
   };
   const int n = 150;
   for (int k = 0; k < n; ++k) p2p_op(r0, s0, OpKind::send, r1, int64_t(k + 1) << 16);
@@ -475,8 +490,12 @@ TEST(ScheduleBuilder, TakeOpsHandsOutOpsAndKeepsIdsGlobal) {
   const OpId a = b.compute(r, st, schedule::OpKind::gemm, {}, {1e9, 0, 1});
   const OpId c = b.compute(r, st, schedule::OpKind::gemm, {}, {1e9, 0, 1}, {a});
   auto first = b.take_ops();
-  ASSERT_EQ(first.size(), 2u);
-  EXPECT_EQ(first[1].id, c);
+  ASSERT_EQ(first.ops.size(), 2u);
+  EXPECT_EQ(first.ops[1].id, c);
+  ASSERT_EQ(first.descs.size(), 1u);  // the two ops share their entry, handed out with them
+  EXPECT_EQ(first.ops[1].desc, 0);
+  EXPECT_EQ(first.descs[0].flops, 1e9);
+  EXPECT_TRUE(b.peek().descs.empty());
   EXPECT_EQ(b.next_op_id(), 2);
   const OpId d = b.compute(r, st, schedule::OpKind::gemm, {}, {1e9, 0, 1}, {c});  // a handed-out dep is fine
   EXPECT_EQ(d, 2);

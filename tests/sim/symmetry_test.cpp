@@ -61,7 +61,7 @@ void expect_exact(const std::vector<std::string>& sets) {
     const auto& a = full.ops[size_t(rep0[i])];
     const auto& b = s1.ops[i];
     ASSERT_TRUE(a.kind == b.kind && a.rank == b.rank && a.stream == b.stream && a.layer == b.layer &&
-                a.phase == b.phase && a.bytes == b.bytes && a.flops == b.flops)
+                a.phase == b.phase && full.desc(a).bytes == s1.desc(b).bytes && full.desc(a).flops == s1.desc(b).flops)
         << schedule::describe(full, a.id) << " vs " << schedule::describe(s1, b.id);
     if (tf.start[size_t(a.id)] != t1.start[i] || tf.end[size_t(a.id)] != t1.end[i]) {
       if (++differ <= 3)

@@ -16,6 +16,7 @@
 #include "sim/schedule/schedule.hpp"
 #include "sim/sparsity/sparsity_model.hpp"
 #include "sim/topology/topology.hpp"
+#include "tests/support/op_descs.hpp"
 
 namespace rm::generate::testing {
 
@@ -61,13 +62,15 @@ inline int count(const schedule::Schedule& s, int rank, schedule::OpKind kind, i
   return n;
 }
 
-// `lean` (ops generated with Accesses::none) is `whole`'s ops one for one, each with access -1.
-inline void expect_ops_without_accesses(const schedule::Schedule& whole, std::span<const schedule::Op> lean) {
+// `lean` (ops generated with Accesses::none, naming entries of lean_descs) is
+// `whole`'s ops one for one, each with access -1.
+inline void expect_ops_without_accesses(const schedule::Schedule& whole, std::span<const schedule::Op> lean,
+                                        std::span<const schedule::OpDesc> lean_descs) {
   ASSERT_EQ(lean.size(), whole.ops.size());
   for (size_t i = 0; i < lean.size(); ++i) {
-    schedule::Op want = whole.ops[i];
-    want.access = -1;
-    ASSERT_EQ(lean[i], want) << schedule::describe(whole, schedule::OpId(i));
+    rm::testing::ResolvedOp want = rm::testing::resolved(whole, whole.ops[i]);
+    want.d.access = -1;
+    ASSERT_TRUE(rm::testing::resolved(lean[i], lean_descs) == want) << schedule::describe(whole, schedule::OpId(i));
   }
 }
 

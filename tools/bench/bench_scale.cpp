@@ -152,9 +152,10 @@ double seconds_since(clock_type::time_point t0) {
 }
 
 // Bytes the Schedule's op records take, per op, including dependency storage
-// (the Op struct with its in-place dependencies, and any that spill to the heap).
+// (the Op struct with its in-place dependencies, and any that spill to the
+// heap) and the table of costs and data descriptors the ops share.
 double schedule_bytes_per_op(const rm::schedule::Schedule& s) {
-  size_t bytes = s.ops.capacity() * sizeof(rm::schedule::Op);
+  size_t bytes = s.ops.capacity() * sizeof(rm::schedule::Op) + s.descs.capacity() * sizeof(rm::schedule::OpDesc);
   for (const auto& op : s.ops) bytes += op.deps.heap_bytes();
   return double(bytes) / double(s.ops.size());
 }

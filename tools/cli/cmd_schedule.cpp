@@ -41,8 +41,8 @@ void run(const Options& o) {
   double flops = 0;
   for (const auto& op : s.ops) {
     ++kinds[std::string(schedule::to_string(op.kind))];
-    if (op.kind == schedule::OpKind::send) bytes += op.bytes;
-    flops += op.flops;
+    if (op.kind == schedule::OpKind::send) bytes += s.desc(op).bytes;
+    flops += s.desc(op).flops;
   }
   if (o.exp.json) {
     nlohmann::json j{{"experiment", summary_json(e)}, {"generator", s.generator}, {"ranks", s.ranks.size()},
