@@ -1,6 +1,8 @@
 #include "sim/schedule/builder.hpp"
 
+#include <algorithm>
 #include <map>
+#include <span>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -283,6 +285,132 @@ TEST(ScheduleBuilder, InterningMatchesFirstSeenOrder) {
   EXPECT_EQ(b.peek().attentions.size(), attentions.size());
   EXPECT_EQ(b.peek().gemms.size(), gemms.size());
   EXPECT_GT(b.peek().gemms.size(), 200u);  // the index grew past its first 64 slots
+}
+
+// The ops' entries (Schedule::descs) against an oracle: each op's costs and data
+// descriptors as set, on random ops whose entries are replaced after they are
+// made (set_access, set_gemm) and handed out in random chunks. After build() and
+// in every chunk, each entry is used, no two are equal, and they come in order
+// of first use.
+void expect_compact(std::span<const Op> ops, std::span<const OpDesc> descs) {
+  std::vector<bool> used(descs.size(), false);
+  int32_t next = 0;
+  for (const Op& op : ops) {
+    if (op.desc < 0) continue;
+    ASSERT_LT(size_t(op.desc), descs.size());
+    if (!used[size_t(op.desc)]) {
+      ASSERT_EQ(op.desc, next++) << "entries come in order of first use";
+    }
+    used[size_t(op.desc)] = true;
+  }
+  EXPECT_EQ(size_t(next), descs.size()) << "every entry is used";
+  for (size_t i = 0; i < descs.size(); ++i) {
+    EXPECT_FALSE(descs[i] == kNoDesc);
+    for (size_t j = i + 1; j < descs.size(); ++j) ASSERT_FALSE(descs[i] == descs[j]) << i << " and " << j;
+  }
+}
+
+TEST(ScheduleBuilder, EntriesHoldEachOpsCostsOnceEachAndInOrderOfFirstUse) {
+  for (const bool streamed : {false, true}) {
+    std::mt19937 rng(streamed ? 11 : 5);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+    ScheduleBuilder b;
+    for (int r = 0; r < 2; ++r) {
+      b.add_rank(r), b.add_stream(r, StreamKind::compute), b.add_stream(r, StreamKind::comm_intra);
+      // Buffers only where the ops are handed out: build() would want every op to name some.
+      for (int i = 0; i < 3 && streamed; ++i) b.add_buffer(r, "b" + std::to_string(i), BufferRole::q, DType::bf16, {4});
+    }
+    std::vector<OpDesc> want;  // per op
+    std::vector<Op> ops;       // handed out so far (streamed)
+    std::vector<OpDesc> got;   // their entries, resolved
+    auto take = [&] {
+      OpChunk c = b.take_ops();
+      expect_compact(c.ops, c.descs);
+      EXPECT_TRUE(b.peek().descs.empty());
+      for (const Op& op : c.ops) ops.push_back(op), got.push_back(desc_in(c.descs, op));
+    };
+    for (int i = 0; i < 2000; ++i) {
+      const int r = pick(2);
+      switch (pick(streamed ? 4 : 3)) {
+        case 0: {  // a compute op, its costs from a few values (many shared)
+          const ComputeCost c{double(pick(3)), pick(2), pick(2), pick(2)};
+          b.compute(r, 0, OpKind::gemm, {}, c);
+          want.push_back({c.flops, c.blocks, c.tokens, c.bytes});
+          break;
+        }
+        case 1: {  // a pair: both ops share their bytes
+          const int64_t bytes = pick(3);
+          b.p2p({r, 1, 1 - r, 1, bytes, {}, pick(2)});
+          want.push_back({0.0, 0, 0, bytes}), want.push_back({0.0, 0, 0, bytes});
+          break;
+        }
+        case 2: {  // a gemm given a shape after it is made: its entry is replaced
+          const OpId g = b.compute(r, 0, OpKind::gemm, {}, {1.0, 0, 0, 0});
+          const Gemm gm{1 + pick(3), 1, 1};
+          b.set_gemm(g, gm);
+          want.push_back({1.0, 0, 0, 0, -1, b.peek().desc(b.peek().ops.back()).detail});
+          break;
+        }
+        default: {  // an op given its buffers after it is made, then its access changed again
+          const OpId a = b.compute(r, 0, OpKind::elementwise, {}, {0.0, 0, 0, pick(2)});
+          b.set_access(a, {pick(3) + 3 * r}, {});
+          b.set_access(a, {}, {pick(3) + 3 * r});
+          OpDesc d = b.peek().desc(b.peek().ops.back());
+          want.push_back(d);
+          EXPECT_EQ(b.peek().access_of(b.peek().ops.back())->writes.size(), 1u);
+          break;
+        }
+      }
+      if (streamed && pick(50) == 0) take();
+    }
+    if (streamed) {
+      take();
+    } else {
+      const Schedule s = std::move(b).build();
+      expect_compact(s.ops, s.descs);
+      ops = s.ops;
+      for (const Op& op : s.ops) got.push_back(s.desc(op));
+    }
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_TRUE(got[i] == want[i]) << "op " << i;
+  }
+}
+
+// Equal Schedules whatever entries their ops name: the same ops with the table
+// reversed are equal; a change to one op's costs is not.
+TEST(ScheduleEquality, ComparesEachOpsCostsNotItsEntrysIndex) {
+  const Schedule s = testing::random_schedule(3);
+  ASSERT_GT(s.descs.size(), 2u);
+  Schedule r = s;
+  std::reverse(r.descs.begin(), r.descs.end());
+  for (Op& op : r.ops)
+    if (op.desc >= 0) op.desc = int32_t(r.descs.size()) - 1 - op.desc;
+  EXPECT_TRUE(r == s);
+  size_t i = 0;
+  while (s.desc(s.ops[i]).flops == 0) ++i;
+  Schedule t = s;
+  t.set_desc(t.ops[i], {t.desc(t.ops[i]).flops * 2});
+  EXPECT_FALSE(t == s);
+  t = s;
+  t.ops[i].desc = -1;  // no costs at all
+  EXPECT_FALSE(t == s);
+}
+
+// The fields an Op holds in 16 or 32 bits take no value they cannot hold.
+TEST(ScheduleBuilder, RefusesLayersAndTagsTheOpCannotHold) {
+  ScheduleBuilder b;
+  for (int r = 0; r < 2; ++r) b.add_rank(r), b.add_stream(r, StreamKind::compute), b.add_stream(r, StreamKind::comm_intra);
+  b.add_group({0, 1});
+  EXPECT_NO_THROW(b.compute(0, 0, OpKind::gemm, {Phase::forward, int(kMaxLayer), 0}, {}));
+  EXPECT_THROW(b.compute(0, 0, OpKind::gemm, {Phase::forward, int(kMaxLayer) + 1, 0}, {}), std::invalid_argument);
+  EXPECT_THROW(b.compute(0, 0, OpKind::gemm, {Phase::forward, -2, 0}, {}), std::invalid_argument);
+  EXPECT_NO_THROW(b.p2p({0, 1, 1, 1, 8, {}, kMaxTag}));
+  EXPECT_THROW(b.p2p({0, 1, 1, 1, 8, {}, kMaxTag + 1}), std::invalid_argument);
+  EXPECT_THROW(b.p2p({0, 1, 1, 1, 8, {}, kMinTag - 1}), std::invalid_argument);
+  EXPECT_THROW(b.collective(0, OpKind::all_reduce, 8, {}, StreamKind::comm_intra, int64_t(1) << 40), std::invalid_argument);
+  const Schedule s = std::move(b).build();
+  EXPECT_EQ(s.ops[0].layer, kMaxLayer);
+  EXPECT_EQ(s.ops[1].tag, kMaxTag);
 }
 
 }  // namespace

@@ -101,5 +101,25 @@ TEST(UntrustedSchedule, SizesThatWouldOverflowAreRefused) {
   EXPECT_THAT(json_error(j), HasSubstr("$.templates[0].bytes: expected an integer in [0, 1125899906842624]"));
 }
 
+// An Op holds streams and layers in 16 bits, tags and dependency ids in 32: a
+// file's value beyond them is refused by name, never read wrapped.
+TEST(UntrustedSchedule, ValuesTheOpCannotHoldAreRefused) {
+  auto j = good();
+  j["templates"][0]["stream"] = 40000;
+  EXPECT_THAT(json_error(j), HasSubstr("$.templates[0].stream: expected an integer in [0, 32766]"));
+  j = good();
+  j["templates"][0]["tag"] = int64_t(1) << 32;
+  EXPECT_THAT(json_error(j), HasSubstr("$.templates[0].tag: expected an integer in [-2147483648, 2147483647]"));
+  j = good();
+  j["segments"][0]["layer"] = 40000;
+  EXPECT_THAT(json_error(j), HasSubstr("$.segments[0].layer: expected an integer in [-1, 32767]"));
+  j = good();
+  j["segments"][0]["tag"] = -(int64_t(1) << 40);
+  EXPECT_THAT(json_error(j), HasSubstr("$.segments[0].tag: expected an integer in [-2147483648, 2147483647]"));
+  j = good();
+  j["segments"][0]["outside_deps"] = {{0, int64_t(1) << 31}};
+  EXPECT_THAT(json_error(j), HasSubstr("$.segments[0].outside_deps[0]: expected an integer in [0, 2147483646]"));
+}
+
 }  // namespace
 }  // namespace rm::schedule
