@@ -269,7 +269,7 @@ struct Schedule {
   const Attention* attention_of(OpKind kind, const OpDesc& d) const;
   const Gemm* gemm_of(OpKind kind, const OpDesc& d) const;
   // Equal when everything is, each op with the same costs and data descriptors
-  // (whichever entries of `descs` they name).
+  // (whichever entries of `descs` they name). A new field goes into it too.
   bool operator==(const Schedule& o) const;
 };
 
