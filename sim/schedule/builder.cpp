@@ -18,6 +18,11 @@ void check_narrow(const Where& w, int64_t tag) {
   if (w.layer < -1 || w.layer > kMaxLayer) bad(fmt::format("layer {} outside [-1, {}]", w.layer, kMaxLayer));
   if (tag < kMinTag || tag > kMaxTag) bad(fmt::format("tag {} outside [{}, {}]", tag, kMinTag, kMaxTag));
 }
+// A stream id as Op holds it: one no rank can have is refused, never wrapped onto another.
+int16_t narrow_stream(int stream) {
+  if (stream < 0 || stream >= kMaxStreams) bad(fmt::format("no stream {} (a rank has at most {})", stream, kMaxStreams));
+  return static_cast<int16_t>(stream);
+}
 }  // namespace
 
 ScheduleBuilder::ScheduleBuilder(nlohmann::json experiment, std::string generator) {
@@ -77,7 +82,7 @@ OpId ScheduleBuilder::compute(int rank, int stream_id, OpKind kind, Where where,
   check_narrow(where, 0);
   Op op;
   op.rank = rank;
-  op.stream = stream_id;
+  op.stream = narrow_stream(stream_id);
   op.kind = kind;
   op.phase = where.phase;
   op.layer = where.layer;
@@ -125,7 +130,7 @@ P2PIds ScheduleBuilder::p2p(const P2PSpec& spec) {
   check_narrow(spec.where, spec.tag);
   Op send;
   send.rank = spec.send_rank;
-  send.stream = spec.send_stream;
+  send.stream = narrow_stream(spec.send_stream);
   send.kind = OpKind::send;
   send.phase = spec.where.phase;
   send.layer = spec.where.layer;
@@ -134,7 +139,7 @@ P2PIds ScheduleBuilder::p2p(const P2PSpec& spec) {
   send.tag = spec.tag;
   Op recv = send;
   recv.rank = spec.recv_rank;
-  recv.stream = spec.recv_stream;
+  recv.stream = narrow_stream(spec.recv_stream);
   recv.kind = OpKind::recv;
   recv.peer = spec.send_rank;
   P2PIds ids;
@@ -178,7 +183,7 @@ std::vector<OpId> ScheduleBuilder::collective(int group, OpKind kind, int64_t by
   for (int r : members) {
     Op op;
     op.rank = r;
-    op.stream = stream_of(r);
+    op.stream = narrow_stream(stream_of(r));
     op.kind = kind;
     op.phase = where.phase;
     op.layer = where.layer;

@@ -397,7 +397,7 @@ TEST(ScheduleEquality, ComparesEachOpsCostsNotItsEntrysIndex) {
 }
 
 // The fields an Op holds in 16 or 32 bits take no value they cannot hold.
-TEST(ScheduleBuilder, RefusesLayersAndTagsTheOpCannotHold) {
+TEST(ScheduleBuilder, RefusesLayersTagsAndStreamsTheOpCannotHold) {
   ScheduleBuilder b;
   for (int r = 0; r < 2; ++r) b.add_rank(r), b.add_stream(r, StreamKind::compute), b.add_stream(r, StreamKind::comm_intra);
   b.add_group({0, 1});
@@ -408,6 +408,8 @@ TEST(ScheduleBuilder, RefusesLayersAndTagsTheOpCannotHold) {
   EXPECT_THROW(b.p2p({0, 1, 1, 1, 8, {}, kMaxTag + 1}), std::invalid_argument);
   EXPECT_THROW(b.p2p({0, 1, 1, 1, 8, {}, kMinTag - 1}), std::invalid_argument);
   EXPECT_THROW(b.collective(0, OpKind::all_reduce, 8, {}, StreamKind::comm_intra, int64_t(1) << 40), std::invalid_argument);
+  EXPECT_THROW(b.compute(0, 65536, OpKind::gemm, {}, {}), std::invalid_argument);  // not wrapped onto stream 0
+  EXPECT_THROW(b.p2p({0, 65537, 1, 1, 8, {}}), std::invalid_argument);
   const Schedule s = std::move(b).build();
   EXPECT_EQ(s.ops[0].layer, kMaxLayer);
   EXPECT_EQ(s.ops[1].tag, kMaxTag);
