@@ -754,8 +754,9 @@ void CudaBackend::issue_nccl_run(size_t k) {
       const DType t = s_.buffers[size_t(acc.reads[0])].dtype;
       std::vector<const void*> in;
       for (int b : acc.reads) in.push_back(device(id, b));
-      data = st.take<std::byte>(s_.desc(o).bytes);
-      dev::sum(in.data(), int(in.size()), elem(t), data, s_.desc(o).bytes / schedule::dtype_bytes(t), st.stream);
+      const int64_t bytes = s_.desc(o).bytes;
+      data = st.take<std::byte>(bytes);
+      dev::sum(in.data(), int(in.size()), elem(t), data, bytes / schedule::dtype_bytes(t), st.stream);
     }
     items.push_back({id, data});
   }
@@ -765,8 +766,9 @@ void CudaBackend::issue_nccl_run(size_t k) {
     const schedule::Op& o = s_.ops[size_t(it.op)];
     const ncclComm_t comm = nccl_->channel(channels_.of_op[size_t(it.op)]);
     const std::string what = fmt::format("rank {}: {}", o.rank, schedule::describe(s_, it.op));
-    if (o.kind == OpKind::send) nccl_check(ncclSend(it.data, size_t(s_.desc(o).bytes), ncclUint8, o.peer, comm, st.stream), what);
-    else nccl_check(ncclRecv(it.data, size_t(s_.desc(o).bytes), ncclUint8, o.peer, comm, st.stream), what);
+    const auto bytes = size_t(s_.desc(o).bytes);
+    if (o.kind == OpKind::send) nccl_check(ncclSend(it.data, bytes, ncclUint8, o.peer, comm, st.stream), what);
+    else nccl_check(ncclRecv(it.data, bytes, ncclUint8, o.peer, comm, st.stream), what);
   }
   nccl_check(ncclGroupEnd(), "ncclGroupEnd");
   for (const Item& it : items) cuda_check(cudaEventRecord(end_[size_t(it.op)], st.stream), "cudaEventRecord");
@@ -811,29 +813,30 @@ void CudaBackend::issue_nccl_collective(int64_t call) {
     if (acc.writes.size() == 1 && device_size(mine, acc.writes[0]) >= bytes) return device(mine, acc.writes[0]);
     return staged_out = st.take<std::byte>(bytes);
   };
-  int64_t out_bytes = s_.desc(o).bytes;
+  const int64_t o_bytes = s_.desc(o).bytes;
+  int64_t out_bytes = o_bytes;
   switch (o.kind) {
     case OpKind::all_reduce: {
-      const std::byte* in = input(s_.desc(o).bytes);
-      nccl_check(ncclAllReduce(in, output(s_.desc(o).bytes), size_t(s_.desc(o).bytes / width), nccl_type(t), ncclSum, comm, cs), what);
+      const std::byte* in = input(o_bytes);
+      nccl_check(ncclAllReduce(in, output(o_bytes), size_t(o_bytes / width), nccl_type(t), ncclSum, comm, cs), what);
       break;
     }
     case OpKind::all_gather: {
-      const std::byte* in = input(s_.desc(o).bytes / n);
-      nccl_check(ncclAllGather(in, output(s_.desc(o).bytes), size_t(s_.desc(o).bytes / n), ncclUint8, comm, cs), what);
+      const std::byte* in = input(o_bytes / n);
+      nccl_check(ncclAllGather(in, output(o_bytes), size_t(o_bytes / n), ncclUint8, comm, cs), what);
       break;
     }
     case OpKind::reduce_scatter: {
-      const std::byte* in = input(s_.desc(o).bytes);
-      out_bytes = s_.desc(o).bytes / n;
+      const std::byte* in = input(o_bytes);
+      out_bytes = o_bytes / n;
       nccl_check(ncclReduceScatter(in, output(out_bytes), size_t(out_bytes / width), nccl_type(t), ncclSum, comm, cs), what);
       break;
     }
     case OpKind::broadcast: {
       const int root = int(std::find(grp.ranks.begin(), grp.ranks.end(), o.peer) - grp.ranks.begin());
-      std::byte* out = output(s_.desc(o).bytes);
-      const std::byte* in = o.rank == o.peer ? input(s_.desc(o).bytes) : out;
-      nccl_check(ncclBroadcast(in, out, size_t(s_.desc(o).bytes), ncclUint8, root, comm, cs), what);
+      std::byte* out = output(o_bytes);
+      const std::byte* in = o.rank == o.peer ? input(o_bytes) : out;
+      nccl_check(ncclBroadcast(in, out, size_t(o_bytes), ncclUint8, root, comm, cs), what);
       break;
     }
     case OpKind::all_to_all: {

@@ -250,9 +250,7 @@ void ScheduleBuilder::set_access(OpId op, std::vector<int> reads, std::vector<in
   for (int b : writes) h.add(b);
   Access a{std::move(reads), std::move(writes)};
   Op& o = held(op);
-  OpDesc d = s_.desc(o);
-  d.access = access_ids_.intern(s_.accesses, std::move(a), h.h);
-  o.desc = intern_desc(d);
+  redescribe(o, &OpDesc::access, access_ids_.intern(s_.accesses, std::move(a), h.h));
 }
 
 void ScheduleBuilder::set_attention(OpId op, const Attention& a) {
@@ -262,17 +260,13 @@ void ScheduleBuilder::set_attention(OpId op, const Attention& a) {
   Hasher h;
   h.add(a.q_tokens).add(a.kv_tokens).add(a.head_begin).add(a.heads).add(a.kv_head_begin).add(a.kv_heads);
   h.add(int64_t(a.mask)).add(int64_t(a.index)).add(int64_t{a.merge});
-  OpDesc d = s_.desc(o);
-  d.detail = attention_ids_.intern(s_.attentions, a, h.h);
-  o.desc = intern_desc(d);
+  redescribe(o, &OpDesc::detail, attention_ids_.intern(s_.attentions, a, h.h));
 }
 
 void ScheduleBuilder::set_gemm(OpId op, const Gemm& g) {
   Op& o = held(op);
   if (o.kind != OpKind::gemm) bad(fmt::format("set_gemm: op {} is a {}", op, to_string(o.kind)));
-  OpDesc d = s_.desc(o);
-  d.detail = gemm_ids_.intern(s_.gemms, g, Hasher{}.add(g.m).add(g.n).add(g.k).h);
-  o.desc = intern_desc(d);
+  redescribe(o, &OpDesc::detail, gemm_ids_.intern(s_.gemms, g, Hasher{}.add(g.m).add(g.n).add(g.k).h));
 }
 
 void ScheduleBuilder::drop_buffers() {
@@ -288,6 +282,12 @@ int32_t intern_desc(std::vector<OpDesc>& table, TableIndex& index, const OpDesc&
 }
 
 int32_t ScheduleBuilder::intern_desc(const OpDesc& d) { return schedule::intern_desc(s_.descs, desc_ids_, d); }
+
+void ScheduleBuilder::redescribe(Op& o, int32_t OpDesc::*field, int32_t id) {
+  OpDesc d = s_.desc(o);
+  d.*field = id;
+  o.desc = intern_desc(d);  // the entry it replaces stays until build() or take_ops() drops it
+}
 
 OpChunk own_descs(std::vector<Op> ops, std::span<const OpDesc> from) {
   OpChunk c;

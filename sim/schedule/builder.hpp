@@ -156,6 +156,7 @@ class ScheduleBuilder {
   void check_op(OpId op) const;  // op exists (it may have been handed out)
   Op& held(OpId op);             // op exists and is still held (not handed out)
   int32_t intern_desc(const OpDesc& d);  // -1 for kNoDesc
+  void redescribe(Op& o, int32_t OpDesc::*field, int32_t id);  // o's entry with one descriptor id replaced
   Schedule s_;
   OpId op_base_ = 0;  // id of s_.ops[0]: ops before it were handed out by take_ops
   TableIndex token_set_ids_, access_ids_, attention_ids_, gemm_ids_, desc_ids_;

@@ -79,6 +79,14 @@ void expect_same_chain(const std::vector<schedule::PathLink>& whole, const std::
                                          << ", streamed op " << streamed[i].op << " via " << streamed[i].via;
 }
 
+// Appends a chunk's entries to `all` and points its ops at them there.
+void gather_entries(schedule::OpChunk& c, std::vector<schedule::OpDesc>& all) {
+  const auto base = int32_t(all.size());
+  for (auto& op : c.ops)
+    if (op.desc >= 0) op.desc += base;
+  all.insert(all.end(), c.descs.begin(), c.descs.end());
+}
+
 // Streams `chunks` (ops with consecutive ids) of a Schedule whose frame is `meta`.
 Streamed stream(const schedule::Schedule& meta, const std::vector<std::vector<schedule::Op>>& chunks,
                 const topology::Topology& topo, const cost::CostModel& cost) {
@@ -150,10 +158,7 @@ void expect_streams_exactly(const std::vector<std::string>& sets, bool one = fal
         e, session.patterns(e), topo, &session.work(), replicas,
         [&](const schedule::Schedule& m, schedule::OpChunk c, bool) {
           EXPECT_TRUE(m.descs.empty());  // the builder keeps no entry of ops handed out
-          const auto base = int32_t(descs.size());
-          for (auto& op : c.ops)
-            if (op.desc >= 0) op.desc += base;
-          descs.insert(descs.end(), c.descs.begin(), c.descs.end());
+          gather_entries(c, descs);
           chunks.push_back(std::move(c.ops));
           meta = m;
         },
@@ -175,10 +180,7 @@ void expect_streams_exactly(const std::vector<std::string>& sets, bool one = fal
       generate::generate_step_chunks(
           e, session.patterns(e), topo, &session.work(), replicas,
           [&](const schedule::Schedule& m, schedule::OpChunk c, bool) {
-            const auto base = int32_t(bare_descs.size());
-            for (auto& op : c.ops)
-              if (op.desc >= 0) op.desc += base;
-            bare_descs.insert(bare_descs.end(), c.descs.begin(), c.descs.end());
+            gather_entries(c, bare_descs);
             bare.insert(bare.end(), c.ops.begin(), c.ops.end());
             empty_table = empty_table && m.accesses.empty();
           },
