@@ -12,6 +12,8 @@ packages=(
 # clang (with its runtime libraries: libFuzzer, ASan, UBSan) builds the fuzzing
 # harnesses of tests/fuzz (docs/robustness.md); GCC builds everything else.
 packages+=(clang libclang-rt-dev)
+# ccache keeps compiled objects between builds (CI keeps its machine, so its cache is warm).
+packages+=(ccache)
 # Notebooks run under Debian's python (not the one first on PATH).
 packages+=(python3-matplotlib python3-pandas python3-nbconvert python3-ipykernel jupyter-nbconvert)
 
