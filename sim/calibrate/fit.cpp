@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sim/config/json_reader.hpp"
+#include "sim/cost/collective_plan.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "sim/topology/topology.hpp"
 
@@ -65,14 +66,18 @@ struct Priced {
 int gpu_of(const schedule::Schedule& s, int rank) { return s.ranks[size_t(rank)].gpu; }
 
 // The (src, dst) GPU pairs an observation's transfers cross: a pair's route,
-// or a collective's ring hops in member order.
+// or the member pairs of the collective's plan (cost::collective_pairs: a ring's
+// neighbours, every pair of a pairwise all-to-all, a broadcast's chain).
 std::vector<std::pair<int, int>> hops(const schedule::Schedule& s, const schedule::Op& op) {
   if (op.kind == OpKind::send || op.kind == OpKind::recv) return {{gpu_of(s, op.rank), gpu_of(s, op.peer)}};
   std::vector<std::pair<int, int>> out;
   if (!schedule::is_collective(op.kind)) return out;
   const schedule::Group& g = s.groups[size_t(op.group)];
-  for (size_t i = 0; i < g.ranks.size(); ++i)
-    out.emplace_back(gpu_of(s, g.ranks[i]), gpu_of(s, g.ranks[(i + 1) % g.ranks.size()]));
+  const int root = op.kind == OpKind::broadcast
+                       ? static_cast<int>(std::find(g.ranks.begin(), g.ranks.end(), op.peer) - g.ranks.begin())
+                       : 0;
+  for (const auto& [a, b] : cost::collective_pairs(op.kind, static_cast<int>(g.ranks.size()), root))
+    out.emplace_back(gpu_of(s, g.ranks[size_t(a)]), gpu_of(s, g.ranks[size_t(b)]));
   return out;
 }
 
@@ -89,7 +94,8 @@ double op_model_seconds(const Run& r, const Priced& pr, schedule::OpId id) {
     lat = std::max(lat, c.latency_s);
     rate = std::min(rate, c.rate_Bps);
   }
-  return cost::CostModel::collective_seconds(op.kind, static_cast<int>(hs.size()), double(s.desc(op).bytes), lat, rate);
+  const int members = static_cast<int>(s.groups[size_t(op.group)].ranks.size());
+  return cost::collective_seconds(op.kind, members, double(s.desc(op).bytes), lat, rate);
 }
 
 void check_same_machine(std::span<const Run* const> runs, const CostParams& base) {

@@ -5,8 +5,9 @@
 // the CostModel's contention-free formula for it (one source of truth):
 //   compute op:  CostModel::compute_seconds
 //   send/recv:   CostModel::transfer_seconds over the pair's route
-//   collective:  CostModel::collective_seconds with the ring's slowest hop
-//                (largest route latency, lowest route rate, in member order)
+//   collective:  cost::collective_seconds with the plan's slowest hop
+//                (largest route latency, lowest route rate over
+//                cost::collective_pairs: the pairs the engines' transfers use)
 // An observation is a compute op, a matched send/recv pair or a collective
 // call; a pair's or call's measured time is its shortest member's, since the
 // runtime times each member from when it was posted and the last to post

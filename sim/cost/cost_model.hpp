@@ -9,9 +9,7 @@
 // attention kernel's table (AttentionKernel, configs/kernels/).
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <vector>
 
 #include "sim/config/attention_kernel.hpp"
 #include "sim/config/cluster.hpp"
@@ -20,21 +18,6 @@
 #include "sim/topology/topology.hpp"
 
 namespace rm::cost {
-
-// One point-to-point transfer of a decomposed collective. src and dst are
-// indices into the group's member list; deps index earlier transfers of the
-// same plan that must end before this one starts (-1: none).
-struct PlannedTransfer {
-  int src = 0;
-  int dst = 0;
-  double bytes = 0;
-  std::array<int32_t, 2> deps{-1, -1};
-};
-
-// Broadcast pipelines its buffer through the ring in chunks of this size (as
-// NCCL's ring broadcast does), at most kMaxBroadcastChunks chunks.
-inline constexpr double kBroadcastChunkBytes = 512.0 * 1024;
-inline constexpr int kMaxBroadcastChunks = 64;
 
 // Attention tile shape: turns `blocks` into the FLOPs a tile kernel performs.
 // Must match the experiment's workload.block_q/block_k and the model's head_dim.
@@ -122,19 +105,6 @@ class CostModel {
   // slowest effective link of the route (local copy when the route is empty).
   double transfer_seconds(const topology::Topology& t, int src_gpu, int dst_gpu, double bytes) const;
   static double transfer_seconds(const RouteCost& c, double bytes) { return c.latency_s + bytes / c.rate_Bps; }
-
-  // The point-to-point transfers a collective call is made of, for a group of
-  // `members` ranks in group member order (the ring order). `bytes` is the
-  // op's buffer as nccl-tests counts it: all_reduce and broadcast the buffer,
-  // all_gather the gathered output, reduce_scatter the input, all_to_all the
-  // whole send buffer of one rank. `root` is the broadcast root's member index.
-  static std::vector<PlannedTransfer> plan_collective(schedule::OpKind kind, int members, double bytes,
-                                                      int root = 0);
-
-  // Contention-free time of a collective whose ring hops all cost
-  // (latency_s, rate_Bps): the NCCL formulas of docs/cost-model.md.
-  static double collective_seconds(schedule::OpKind kind, int members, double bytes, double latency_s,
-                                   double rate_Bps);
 
   const Cluster& cluster() const { return c_; }
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <memory>
 
-#include "sim/engine/symmetry.hpp"
 #include "sim/schedule/call_shape.hpp"
 
 namespace rm::engine {
@@ -20,11 +19,6 @@ ExecPlan::ExecPlan(const schedule::Schedule& s, const schedule::RunPlan& r, cons
     compute_s[i] = is_fixed ? (*fixed)[i] : m.compute_seconds(s, s.ops[i]);
   }
   for (const auto& rank : s.ranks) gpu_of_rank.push_back(rank.gpu);
-}
-
-std::vector<cost::PlannedTransfer> plan_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t call) {
-  const auto k = schedule::call_shape_key(s, p.match.calls[static_cast<size_t>(call)]);
-  return cost::CostModel::plan_collective(k.kind, k.members, double(k.bytes), k.root);
 }
 
 namespace {
@@ -62,9 +56,7 @@ void begin_call(const schedule::CallShapeKey& k, CallRun& run, CallShapes& shape
   run.fold = k.spanning() ? k.members : 0;
   auto& shape = shapes[k];
   if (!shape)
-    shape = make_shape(k.spanning() ? plan_replicated(k.kind, k.members, k.replicas, double(k.bytes))
-                                    : cost::CostModel::plan_collective(k.kind, k.members, double(k.bytes), k.root),
-                       size_t(k.members), run.fold);
+    shape = make_shape(cost::plan_collective(k), size_t(k.members), run.fold);
   run.shape = shape;
   run.member_left = shape->member_left;
   run.deps_left = shape->deps;

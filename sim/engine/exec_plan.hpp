@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "sim/cost/collective_plan.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/schedule/call_shape.hpp"
@@ -25,10 +26,6 @@ struct ExecPlan {
   std::vector<double> compute_s;  // per op: CostModel::compute_seconds (or the fixed one); 0 for comm
   std::vector<int> gpu_of_rank;
 };
-
-// The collective's transfer plan for `call` (root resolved from the broadcast
-// op's peer).
-std::vector<cost::PlannedTransfer> plan_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t call);
 
 // A call's transfer plan and what follows from it alone: the transfers waiting
 // on each transfer (CSR), each transfer's dependency count, and how many
@@ -85,7 +82,7 @@ inline int64_t xfer_id(int64_t call, int32_t local) { return call << 32 | int64_
 inline int64_t xfer_call(int64_t x) { return x >> 32; }
 inline int32_t xfer_local(int64_t x) { return int32_t(uint32_t(x)); }
 // Plans `call` into `run` (over all replicas' members for a group spanning replicas
-// in a replica-symmetric Schedule: plan_replicated), reusing a shape of `shapes`
+// in a replica-symmetric Schedule: cost::plan_collective), reusing a shape of `shapes`
 // or adding it.
 void begin_call(const schedule::Schedule& s, const schedule::RunPlan& p, int64_t call, CallRun& run, CallShapes& shapes);
 // The same from the call's shape key (schedule::call_shape_key), for a run that holds no RunPlan.

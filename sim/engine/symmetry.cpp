@@ -64,40 +64,6 @@ std::string ReplicaRoutes::fold(int src, int dst, FoldedRoute& out) {
   return "";
 }
 
-std::vector<cost::PlannedTransfer> plan_replicated(OpKind kind, int n, int replicas, double bytes) {
-  const int N = n * replicas;
-  std::vector<cost::PlannedTransfer> out;
-  if (N <= 1) return out;
-  // The image in replica 0 of the full plan's stage k transfer from member m: the
-  // plans below number transfers stage * members + source, as plan_collective does.
-  auto image = [&](int k, int m) { return static_cast<int32_t>(k * n + ((m % N) + N) % N % n); };
-  auto ring = [&](int steps, double chunk) {
-    out.reserve(size_t(n) * size_t(steps));
-    for (int k = 0; k < steps; ++k)
-      for (int i = 0; i < n; ++i) {
-        cost::PlannedTransfer t{i, (i + 1) % N, chunk, {-1, -1}};
-        if (k > 0) t.deps = {image(k - 1, i), image(k - 1, i + N - 1)};
-        out.push_back(t);
-      }
-  };
-  switch (kind) {
-    case OpKind::all_gather:
-    case OpKind::reduce_scatter: ring(N - 1, bytes / N); break;
-    case OpKind::all_reduce: ring(2 * (N - 1), bytes / N); break;
-    case OpKind::all_to_all:
-      out.reserve(size_t(n) * size_t(N - 1));
-      for (int k = 1; k < N; ++k)
-        for (int i = 0; i < n; ++i) {
-          cost::PlannedTransfer t{i, (i + k) % N, bytes / N, {-1, -1}};
-          if (k > 1) t.deps = {image(k - 2, i), image(k - 2, i + 1)};
-          out.push_back(t);
-        }
-      break;
-    default: throw std::invalid_argument("plan_replicated: a group spanning replicas runs no " + std::string(to_string(kind)));
-  }
-  return out;
-}
-
 std::string symmetry_refusal(const schedule::Schedule& s, const topology::Topology& t, const cost::CostModel& m) {
   const schedule::ReplicaSymmetry& sym = s.symmetry;
   if (sym.replicas < 2) return "the Schedule holds every replica";
@@ -119,19 +85,17 @@ std::string symmetry_refusal(const schedule::Schedule& s, const topology::Topolo
       const int root = op.kind == OpKind::broadcast
                            ? static_cast<int>(std::find(g.ranks.begin(), g.ranks.end(), op.peer) - g.ranks.begin())
                            : 0;
-      for (const auto& x : cost::CostModel::plan_collective(op.kind, n, 1.0, root))
-        pairs.insert({g.ranks[size_t(x.src)], g.ranks[size_t(x.dst)]});
+      for (const auto& [a, b] : cost::collective_pairs(op.kind, n, root))
+        pairs.insert({g.ranks[size_t(a)], g.ranks[size_t(b)]});
       continue;
     }
     if (!std::is_sorted(g.ranks.begin(), g.ranks.end()))
       return fmt::format("group '{}' spans replicas but its members are not ascending", g.name);
-    if (op.kind == OpKind::broadcast) return fmt::format("group '{}' spans replicas and broadcasts", g.name);
-    const auto plan = plan_replicated(op.kind, n, sym.replicas, 1.0);
-    // A ring's stages repeat its first stage's pairs.
-    const size_t used = op.kind == OpKind::all_to_all ? plan.size() : std::min(plan.size(), size_t(n));
-    for (size_t i = 0; i < used; ++i)
-      if (const auto& x = plan[i]; true)
-        pairs.insert({g.ranks[size_t(x.src)], routes.translate(g.ranks[size_t(x.dst % n)], x.dst / n)});
+    if (!cost::collective_row(op.kind).every_member_sends)
+      return fmt::format("group '{}' spans replicas and runs a {} (a {}, which cannot be planned per replica)", g.name,
+                         to_string(op.kind), cost::collective_row(op.kind).algorithm);
+    for (const auto& [a, b] : cost::collective_pairs(op.kind, n, 0, sym.replicas))
+      pairs.insert({g.ranks[size_t(a)], routes.translate(g.ranks[size_t(b % n)], b / n)});
   }
   FoldedRoute f;
   for (const auto& [a, b] : pairs)

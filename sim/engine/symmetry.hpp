@@ -5,7 +5,7 @@
 // take replica 0's times, and the engine runs replica 0 alone provided that
 //   - a collective over a group spanning replicas is planned for all its members,
 //     replica 0's transfers run and a dependency on another replica's transfer is
-//     one on its image in replica 0 (plan_replicated);
+//     one on its image in replica 0 (cost::plan_collective of a spanning shape key);
 //   - a link carries each of replica 0's flows with the number of its translates
 //     that cross it: links are folded onto one representative per orbit under the
 //     translation and FlowNetwork shares capacity by those weights (fold_route).
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cost/collective_plan.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/schedule/schedule_error.hpp"
@@ -65,14 +66,6 @@ class ReplicaRoutes {
   std::vector<std::vector<int>> routes_;  // fold's scratch: the route's translates
   std::vector<int> orbit_;
 };
-
-// The transfers of a collective over a group spanning replicas (n members in replica
-// 0, n * replicas in all) whose source is in replica 0, in the order of the full plan
-// (cost::CostModel::plan_collective): transfer k * n + i is the full plan's stage k
-// from member i; src < n, dst is the full member index (mod n: its image in replica 0),
-// deps index this plan (a dependency on another replica's transfer is on its image).
-// all_gather, reduce_scatter, all_reduce and all_to_all; throws std::invalid_argument else.
-std::vector<cost::PlannedTransfer> plan_replicated(schedule::OpKind kind, int n, int replicas, double bytes);
 
 // Why the analytic engine cannot run `s` by its symmetry ("" when it can): every GPU
 // pair its p2p ops and collectives use must fold (ReplicaRoutes::fold), and a group

@@ -134,9 +134,7 @@ Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const to
     std::exception_ptr prep_error;
     auto prepare = [&] {
       try {
-        // Under the data-parallel shortcut bound_by plans a group spanning replicas
-        // for all its members, as the engine does (engine::plan_replicated).
-        prep.emplace(e, s, plan, engine::timeline_edges(s, plan), &engine::plan_replicated);
+        prep.emplace(e, s, plan, engine::timeline_edges(s, plan));
       } catch (...) {
         prep_error = std::current_exception();
       }
@@ -167,9 +165,8 @@ Simulation simulate_schedule(const Experiment& e, schedule::Schedule s, const to
   tl.metadata["experiment"] = e.name;
   report::StepReport rep = report::make_step_report(e, s, tl);
   // Under the data-parallel shortcut bound_by counts every replica's transfers, planning a
-  // group spanning replicas for all its members as the engine does (engine::plan_replicated).
-  rep.bound_by = report::bound_by(s, tl, topo, cost, rep.critical_path, rep.imbalance.step_measured, &plan.match,
-                                  &engine::plan_replicated);
+  // group spanning replicas for all its members as the engine does (cost::plan_collective).
+  rep.bound_by = report::bound_by(s, tl, topo, cost, rep.critical_path, rep.imbalance.step_measured, &plan.match);
   return {std::move(s), std::move(tl), std::move(rep)};
 }
 
@@ -314,7 +311,7 @@ StreamedSimulation Session::simulate_streamed(const Experiment& e, bool one_repl
           e, pat, topo, &work_, replicas,
           [&](const schedule::Schedule& meta, schedule::OpChunk chunk, bool last) {
             if (!rep) {
-              rep.emplace(e, meta, topo, cost, &engine::plan_replicated);
+              rep.emplace(e, meta, topo, cost);
               out.generator = meta.generator;
               out.ranks = int(meta.ranks.size());
             }

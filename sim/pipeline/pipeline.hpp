@@ -72,7 +72,7 @@ struct Simulation {
 // straight from the engine's op times (report::fast_step_report, the sweep's
 // path: the same figures, tests/sim/fast_report_test.cpp), which saves building
 // an event per op. A one-replica Schedule (the data-parallel shortcut) takes
-// either path too: both plan its spanning collectives by engine::plan_replicated.
+// either path too: both plan its spanning collectives by cost::plan_collective.
 enum class WithTimeline { yes, no };
 // Runs a Schedule of `e` through an engine, on e's topology and CostModel, and reports on it.
 // threads > 1: without a Timeline, what the report reads of the Schedule alone

@@ -281,9 +281,9 @@ std::string kind_label(const std::string& kind) {
 
 BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const topology::Topology& t,
                  const cost::CostModel& m, const CriticalPath& cp, double step_imbalance,
-                 const schedule::CommMatching* match, ReplicatedPlanner replicated) {
+                 const schedule::CommMatching* match) {
   const core::FlowPlan fp =
-      match ? core::flow_plan(s, *match, replicated) : core::flow_plan(s, schedule::match_comms(s), replicated);
+      match ? core::flow_plan(s, *match) : core::flow_plan(s, schedule::match_comms(s));
   core::PhaseIntervals iv = phase_intervals(s, tl);
   return core::bound_by(s, fp, spans_of(s, tl), tl.makespan_s(), iv, t, m, cp, step_imbalance);
 }
@@ -367,14 +367,11 @@ int32_t RouteSets::set(int src_rank, int dst_rank, int dst_k) {
 }
 
 const std::vector<CallPair>& CallPairs::of(const schedule::CallShapeKey& key) {
-  if (key.spanning() && !replicated_)
-    throw std::invalid_argument("bound_by: a replica-symmetric Schedule needs the replicated collective planner");
   auto [it, fresh] = shapes_.try_emplace(key);
   std::vector<CallPair>& pairs = it->second;
   if (!fresh) return pairs;
   // Bytes per (sender, receiver): the plan's transfers sorted by pair, runs summed in plan order.
-  const auto plan = key.spanning() ? replicated_(key.kind, key.members, key.replicas, double(key.bytes))
-                                   : cost::CostModel::plan_collective(key.kind, key.members, double(key.bytes), key.root);
+  const auto plan = cost::plan_collective(key);
   order_.resize(plan.size());
   for (size_t i = 0; i < plan.size(); ++i) order_[i] = uint32_t(i);
   std::stable_sort(order_.begin(), order_.end(), [&](uint32_t x, uint32_t y) {
@@ -389,7 +386,7 @@ const std::vector<CallPair>& CallPairs::of(const schedule::CallShapeKey& key) {
   return pairs;
 }
 
-FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match, ReplicatedPlanner replicated) {
+FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match) {
   FlowPlan fp;
   for (const Op& op : s.ops) {
     if (op.kind != OpKind::send) continue;
@@ -401,7 +398,7 @@ FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& ma
   // only: a step repeats a few shapes over hundreds of calls (every layer's
   // gradient collectives), and planning and sorting a 4,096-member call's plan
   // per call was ~10% of a large symmetric plan search.
-  CallPairs shapes(replicated);
+  CallPairs shapes;
   for (size_t c = 0; c < match.calls.size(); ++c) {
     const auto& call = match.calls[c];
     if (call.empty() || std::any_of(call.begin(), call.end(), [](OpId id) { return id < 0; })) continue;

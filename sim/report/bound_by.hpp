@@ -3,7 +3,7 @@
 // bound by imbalance, latency-bound). Read off any Timeline that joins its
 // Schedule on op ids (predicted or measured): each communication op's bytes
 // are spread evenly over the interval its transfer can have run in, on the
-// links of its route (collectives decomposed as CostModel::plan_collective
+// links of its route (collectives decomposed as cost::plan_collective
 // does), and a link's utilisation is bytes / (effective rate x time) over the
 // step, while busy, and per phase. It also says which link kind caps intra-
 // and inter-node traffic — where a what-if on another link changes nothing.
@@ -126,13 +126,10 @@ inline constexpr double kSaturatedUtilisation = 0.90;
 // ReplicaSymmetry) holds replica 0 only: its figures are the whole step's,
 // each transfer counted with its translates in every replica (GPU + k x
 // ranks_per_replica), a collective over a group spanning replicas planned for
-// all its members by `replicated` (engine::plan_replicated: the report does
-// not link the engines); without it such a Schedule throws std::invalid_argument.
-using ReplicatedPlanner = std::vector<cost::PlannedTransfer> (*)(schedule::OpKind kind, int n, int replicas,
-                                                                 double bytes);
+// all its members as the engines plan it (cost::plan_collective of its shape key).
 BoundBy bound_by(const schedule::Schedule& s, const traces::Timeline& tl, const topology::Topology& t,
                  const cost::CostModel& m, const CriticalPath& cp, double step_imbalance,
-                 const schedule::CommMatching* match = nullptr, ReplicatedPlanner replicated = nullptr);
+                 const schedule::CommMatching* match = nullptr);
 
 // Keys: kind, verdict, brief, bottleneck (a link object or null), links [{name,
 // kind, rate_GBps, bytes, busy_s, utilisation, busy_utilisation, critical_s,

@@ -7,8 +7,8 @@
 namespace rm::report {
 
 ReportPrep::ReportPrep(const Experiment& e, const schedule::Schedule& s, const schedule::RunPlan& plan,
-                       const std::vector<traces::Edge>& edges, ReplicatedPlanner replicated)
-    : sums(step_sums(e, s)), graph(edges, s.ops.size()), flows(core::flow_plan(s, plan.match, replicated)) {
+                       const std::vector<traces::Edge>& edges)
+    : sums(step_sums(e, s)), graph(edges, s.ops.size()), flows(core::flow_plan(s, plan.match)) {
   stream_rank.reserve(plan.streams.size());
   stream_kind.reserve(plan.streams.size());
   for (size_t k = 0; k < plan.streams.size(); ++k) {

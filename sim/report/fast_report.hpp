@@ -27,11 +27,9 @@ namespace rm::report {
 // What the report reads of s alone; e's schedule-key fields (block sizes,
 // head_dim: pipeline::schedule_key) must be those s was generated for.
 // edges: schedule::timeline_edges(s, plan). Keeps no reference to its arguments.
-// replicated: for a replica-symmetric Schedule whose groups span replicas
-// (engine::plan_replicated, as bound_by takes it); nullptr otherwise.
 struct ReportPrep {
   ReportPrep(const Experiment& e, const schedule::Schedule& s, const schedule::RunPlan& plan,
-             const std::vector<traces::Edge>& edges, ReplicatedPlanner replicated = nullptr);
+             const std::vector<traces::Edge>& edges);
   StepSums sums;
   EdgeGraph graph;
   core::FlowPlan flows;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sim/config/experiment.hpp"
+#include "sim/cost/collective_plan.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "sim/report/bound_by.hpp"
 #include "sim/report/critical_path.hpp"
@@ -127,9 +128,7 @@ struct FlowPlan {
   std::vector<FlowTemplate> flows;  // p2p in op order, then each call's (sender, receiver) pairs
   std::vector<std::vector<schedule::OpId>> calls;  // CommMatching::calls
 };
-// replicated: for a replica-symmetric Schedule's groups spanning replicas (bound_by.hpp).
-FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match,
-                   ReplicatedPlanner replicated = nullptr);
+FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match);
 
 // The union length of intervals fed in start order, as a running merge.
 struct Run {
@@ -254,12 +253,10 @@ struct CallPair {
 };
 class CallPairs {
  public:
-  explicit CallPairs(ReplicatedPlanner replicated) : replicated_(replicated) {}
   // Planned once per shape: a step repeats a few shapes over hundreds of calls.
   const std::vector<CallPair>& of(const schedule::CallShapeKey& key);
 
  private:
-  ReplicatedPlanner replicated_;
   std::map<schedule::CallShapeKey, std::vector<CallPair>> shapes_;
   std::vector<uint32_t> order_;
 };

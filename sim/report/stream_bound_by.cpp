@@ -20,14 +20,12 @@ std::vector<int> gpus_of(const schedule::Schedule& meta) {
 }
 }  // namespace
 
-StreamBoundBy::StreamBoundBy(const schedule::Schedule& meta, const topology::Topology& t, const cost::CostModel& m,
-                             ReplicatedPlanner replicated)
+StreamBoundBy::StreamBoundBy(const schedule::Schedule& meta, const topology::Topology& t, const cost::CostModel& m)
     : t_(t),
       m_(m),
       rates_(core::link_rates(t, m)),
       ranks_(int(meta.ranks.size())),
       replicas_(std::max(1, meta.symmetry.replicas)),
-      pairs_(replicated),
       sets_(gpus_of(meta), meta.symmetry.replicas, meta.symmetry.ranks_per_replica),
       phases_(meta.ranks.size()),
       figures_(meta.ranks.size()) {

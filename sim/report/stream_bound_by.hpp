@@ -33,8 +33,7 @@ namespace rm::report {
 class StreamBoundBy {
  public:
   // meta: the Schedule's frame (ranks, streams, symmetry); t, m must outlive this.
-  StreamBoundBy(const schedule::Schedule& meta, const topology::Topology& t, const cost::CostModel& m,
-                ReplicatedPlanner replicated);
+  StreamBoundBy(const schedule::Schedule& meta, const topology::Topology& t, const cost::CostModel& m);
   // The next retired chunk, in op order (engine::RetiredChunk's fields).
   void add(std::span<const schedule::Op> ops, std::span<const schedule::OpDesc> descs, std::span<const double> start,
            std::span<const double> end, std::span<const schedule::Group> groups, double safe_before);

@@ -15,9 +15,9 @@ StreamReport::StreamReport(const Experiment& e, const schedule::Schedule& meta)
 }
 
 StreamReport::StreamReport(const Experiment& e, const schedule::Schedule& meta, const topology::Topology& t,
-                           const cost::CostModel& m, ReplicatedPlanner replicated)
+                           const cost::CostModel& m)
     : StreamReport(e, meta) {
-  bound_by_.emplace(meta, t, m, replicated);
+  bound_by_.emplace(meta, t, m);
 }
 
 void StreamReport::add(std::span<const schedule::Op> ops, std::span<const schedule::OpDesc> descs,

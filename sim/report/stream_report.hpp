@@ -30,10 +30,9 @@ class StreamReport {
  public:
   // meta: the Schedule's frame (ranks and their streams, symmetry), as the first chunk came with it.
   StreamReport(const Experiment& e, const schedule::Schedule& meta);
-  // The same with bound-by, of a run on t under m (replicated: for a replica-symmetric
-  // Schedule's groups spanning replicas, as bound_by.hpp takes it); t and m must outlive it.
+  // The same with bound-by, of a run on t under m; t and m must outlive it.
   StreamReport(const Experiment& e, const schedule::Schedule& meta, const topology::Topology& t,
-               const cost::CostModel& m, ReplicatedPlanner replicated);
+               const cost::CostModel& m);
   // The next chunk, in op order; every op not yet added starts at or after safe_before;
   // groups: the Schedule's so far.
   // descs: the chunk's entries, which its ops name (Op::desc).

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "sim/config/config_store.hpp"
+#include "sim/cost/collective_plan.hpp"
 #include "sim/cost/cost_model.hpp"
 
 namespace rm::cost {
@@ -80,7 +81,7 @@ TEST(CostModel, TransferUsesRouteLatencyAndSlowestEffectiveLink) {
 }
 
 TEST(CostModel, RingAllReduceIsTwoNMinusOneStepsOfOneNth) {
-  const auto plan = CostModel::plan_collective(OpKind::all_reduce, 4, 4e6);
+  const auto plan = plan_collective(OpKind::all_reduce, 4, 4e6);
   ASSERT_EQ(plan.size(), 2u * 3u * 4u);
   for (size_t i = 0; i < plan.size(); ++i) {
     EXPECT_EQ(plan[i].dst, (plan[i].src + 1) % 4);
@@ -89,12 +90,12 @@ TEST(CostModel, RingAllReduceIsTwoNMinusOneStepsOfOneNth) {
     else for (int32_t d : plan[i].deps) EXPECT_LT(d, static_cast<int32_t>(i));
   }
   // busbw reasoning: 2(n-1)/n of the buffer crosses each ring link
-  EXPECT_DOUBLE_EQ(CostModel::collective_seconds(OpKind::all_reduce, 4, 4e6, 1e-6, 1e9), 6 * (1e-6 + 1e-3));
-  EXPECT_DOUBLE_EQ(CostModel::collective_seconds(OpKind::all_gather, 4, 4e6, 1e-6, 1e9), 3 * (1e-6 + 1e-3));
+  EXPECT_DOUBLE_EQ(collective_seconds(OpKind::all_reduce, 4, 4e6, 1e-6, 1e9), 6 * (1e-6 + 1e-3));
+  EXPECT_DOUBLE_EQ(collective_seconds(OpKind::all_gather, 4, 4e6, 1e-6, 1e9), 3 * (1e-6 + 1e-3));
 }
 
 TEST(CostModel, AllToAllSendsOneNthToEveryOtherMember) {
-  const auto plan = CostModel::plan_collective(OpKind::all_to_all, 5, 5e6);
+  const auto plan = plan_collective(OpKind::all_to_all, 5, 5e6);
   std::map<std::pair<int, int>, int> seen;
   for (const auto& x : plan) {
     EXPECT_NE(x.src, x.dst);
@@ -107,19 +108,19 @@ TEST(CostModel, AllToAllSendsOneNthToEveryOtherMember) {
 
 TEST(CostModel, BroadcastPipelinesTheWholeBufferToEveryMember) {
   const double bytes = 4.0 * kBroadcastChunkBytes;
-  const auto plan = CostModel::plan_collective(OpKind::broadcast, 4, bytes, 2);
+  const auto plan = plan_collective(OpKind::broadcast, 4, bytes, 2);
   std::map<int, double> received;
   for (const auto& x : plan) received[x.dst] += x.bytes;
   EXPECT_EQ(received.size(), 3u);
   EXPECT_EQ(received.count(2), 0u);  // the root receives nothing
   for (auto [m, b] : received) EXPECT_DOUBLE_EQ(b, bytes);
   // 4 chunks through 3 hops: 4 + 3 - 1 chunk steps
-  EXPECT_DOUBLE_EQ(CostModel::collective_seconds(OpKind::broadcast, 4, bytes, 0, 1.0), 6 * kBroadcastChunkBytes);
+  EXPECT_DOUBLE_EQ(collective_seconds(OpKind::broadcast, 4, bytes, 0, 1.0), 6 * kBroadcastChunkBytes);
 }
 
 TEST(CostModel, SingleMemberCollectiveMovesNothing) {
-  EXPECT_TRUE(CostModel::plan_collective(OpKind::all_reduce, 1, 1e6).empty());
-  EXPECT_THROW(CostModel::plan_collective(OpKind::gemm, 4, 1e6), std::invalid_argument);
+  EXPECT_TRUE(plan_collective(OpKind::all_reduce, 1, 1e6).empty());
+  EXPECT_THROW(plan_collective(OpKind::gemm, 4, 1e6), std::invalid_argument);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/config/config_store.hpp"
+#include "sim/cost/collective_plan.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/schedule/builder.hpp"
 #include "sim/schedule/schedule_error.hpp"
@@ -95,7 +96,7 @@ TEST_P(Engines, RingAllReduceTakesTheNcclFormulaTime) {
   const int g = b.add_group({0, 1, 2, 3});
   const auto ids = b.collective(g, OpKind::all_reduce, 400'000'000, {}, StreamKind::comm_intra);
   const auto tl = run(std::move(b).build());
-  const double t = cost::CostModel::collective_seconds(OpKind::all_reduce, 4, 4e8, kLat, kRate);
+  const double t = cost::collective_seconds(OpKind::all_reduce, 4, 4e8, kLat, kRate);
   EXPECT_NEAR(t, 6 * (kLat + 1e8 / kRate), 1e-15);
   for (auto id : ids) EXPECT_NEAR(event(tl, id).end_s, t, t * 1e-6);
 }
@@ -108,7 +109,7 @@ TEST_P(Engines, CollectiveStartsWhenTheLastMemberArrives) {
   const auto ids = b.collective(g, OpKind::all_gather, 300'000'000, {}, StreamKind::comm_intra);
   b.add_dep(ids[2], late);
   const auto tl = run(std::move(b).build());
-  const double t = 1e-3 + kLaunch + cost::CostModel::collective_seconds(OpKind::all_gather, 3, 3e8, kLat, kRate);
+  const double t = 1e-3 + kLaunch + cost::collective_seconds(OpKind::all_gather, 3, 3e8, kLat, kRate);
   for (auto id : ids) EXPECT_NEAR(event(tl, id).end_s, t, t * 1e-6);
 }
 

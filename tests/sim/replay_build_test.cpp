@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "sim/cost/collective_plan.hpp"
 #include "sim/replay/replay.hpp"
 #include "tests/sim/replay_support.hpp"
 
@@ -119,7 +120,7 @@ TEST(ReplayBuild, ACollectiveBetweenTwoRecordedRanksIsResimulated) {
   EXPECT_EQ(r.plan.calls.resimulated, 1);
   EXPECT_TRUE(r.plan.missing_ranks.empty());
   // Ring all-reduce of 2 over one NVSwitch route (a100-40g-4x8-hdr: 300 GB/s x 0.80, 1 + 1 us).
-  const double t = cost::CostModel::collective_seconds(schedule::OpKind::all_reduce, 2, double(bytes), 2e-6, 240e9);
+  const double t = cost::collective_seconds(schedule::OpKind::all_reduce, 2, double(bytes), 2e-6, 240e9);
   for (size_t i = 0; i < r.plan.role.size(); ++i)
     if (r.plan.role[i] == OpRole::collective) {
       EXPECT_NEAR(r.result.times.end[i], 150e-6 + t, 1e-9);

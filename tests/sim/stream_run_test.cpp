@@ -92,7 +92,7 @@ Streamed stream(const schedule::Schedule& meta, const std::vector<std::vector<sc
                 const topology::Topology& topo, const cost::CostModel& cost) {
   Streamed out;
   std::vector<std::pair<size_t, double>> safe;  // (ops handed back before, safe_before)
-  report::StreamBoundBy bound_by(meta, topo, cost, &plan_replicated);
+  report::StreamBoundBy bound_by(meta, topo, cost);
   StreamRun run(topo, cost, [&](const RetiredChunk& c) {
     ++out.retired;
     bound_by.add(c.ops, c.descs, c.start, c.end, c.groups, c.safe_before);

@@ -107,15 +107,22 @@ TEST(SymmetryBoundBy, AttentionScopesAndSteps) {
                         "parallel.zero_stage=3"});
 }
 
-// Without the replicated planner a shortcut Schedule's spanning groups cannot be planned: refused, not miscounted.
-TEST(SymmetryBoundBy, NeedsTheReplicatedPlanner) {
+// A shortcut Schedule's spanning groups are planned by the one collective plan
+// (cost::plan_collective), whoever asks: bound_by called with nothing but the
+// Schedule and its Timeline counts what the pipeline's report counted.
+TEST(SymmetryBoundBy, SpanningGroupsArePlannedByTheOneCollectivePlan) {
   const Experiment e = load({"scope=step", "parallel.dp=2", "parallel.cp=4"});
   pipeline::Session session;
   const schedule::Schedule one = test::one_replica(session, e);
   const auto sim = pipeline::simulate_schedule(e, one, session.topology(e), engine::EngineKind::analytic);
-  EXPECT_THROW(bound_by(one, sim.timeline, session.topology(e), cost::CostModel::for_experiment(e),
-                        sim.report.critical_path, sim.report.imbalance.step_measured),
-               std::invalid_argument);
+  ASSERT_TRUE(sim.report.bound_by);
+  const BoundBy b = bound_by(one, sim.timeline, session.topology(e), cost::CostModel::for_experiment(e),
+                             sim.report.critical_path, sim.report.imbalance.step_measured);
+  const BoundBy& a = *sim.report.bound_by;
+  EXPECT_EQ(a.verdict, b.verdict);
+  EXPECT_EQ(a.notes, b.notes);
+  ASSERT_EQ(a.links.size(), b.links.size());
+  for (size_t i = 0; i < a.links.size(); ++i) EXPECT_EQ(a.links[i].bytes, b.links[i].bytes) << a.links[i].name;
 }
 
 // What bound_by keeps of a shortcut run grows with one replica, not with dp:

@@ -181,15 +181,15 @@ TEST(Symmetry, RefusesWhereRoutesAreNotTranslates) {
 }
 
 TEST(Symmetry, ReplicatedPlanIsTheFullPlansReplicaZeroPart) {
-  // plan_replicated against plan_collective filtered by hand: the transfers from
+  // The spanning plan against the full plan filtered by hand: the transfers from
   // replica 0, each dependency on another replica's transfer mapped to its image.
   for (auto kind : {schedule::OpKind::all_gather, schedule::OpKind::reduce_scatter, schedule::OpKind::all_reduce,
                     schedule::OpKind::all_to_all})
     for (int n : {1, 2, 3})
       for (int replicas : {2, 3, 4}) {
         const int N = n * replicas;
-        const auto full = cost::CostModel::plan_collective(kind, N, 1000.0, 0);
-        const auto part = plan_replicated(kind, n, replicas, 1000.0);
+        const auto full = cost::plan_collective(kind, N, 1000.0, 0);
+        const auto part = cost::plan_collective(schedule::CallShapeKey{kind, n, replicas, 1000, 0});
         std::vector<int32_t> index(full.size(), -1);  // full transfer -> its image in part
         std::vector<size_t> kept;
         for (size_t j = 0; j < full.size(); ++j)
@@ -209,7 +209,8 @@ TEST(Symmetry, ReplicatedPlanIsTheFullPlansReplicaZeroPart) {
             EXPECT_EQ(part[i].deps[size_t(d)], f.deps[size_t(d)] < 0 ? -1 : index[size_t(f.deps[size_t(d)])]);
         }
       }
-  EXPECT_THROW(plan_replicated(schedule::OpKind::broadcast, 2, 2, 1.0), std::invalid_argument);
+  EXPECT_THROW(cost::plan_collective(schedule::CallShapeKey{schedule::OpKind::broadcast, 2, 2, 1, 0}),
+               std::invalid_argument);
 }
 
 TEST(Symmetry, WeightedFlowIsItsCopies) {

@@ -18,10 +18,12 @@
 
 #include "sim/config/config_store.hpp"
 #include "sim/config/experiment.hpp"
+#include "sim/cost/collective_plan.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "sim/engine/exec_plan.hpp"
 #include "sim/engine/simgrid_engine.hpp"
 #include "sim/pipeline/pipeline.hpp"
+#include "sim/schedule/call_shape.hpp"
 #include "sim/schedule/run_driver.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/topology/topology.hpp"
@@ -78,7 +80,7 @@ int main(int argc, char** argv) {
   for (const auto& op : s.ops)
     if (op.kind == schedule::OpKind::send) pairs.insert({gpu(op.id), s.ranks[static_cast<size_t>(op.peer)].gpu});
   for (size_t c = 0; c < plan.match.calls.size(); ++c)
-    for (const auto& x : engine::plan_call(s, plan, static_cast<int64_t>(c)))
+    for (const auto& x : cost::plan_collective(schedule::call_shape_key(s, plan.match.calls[c])))
       pairs.insert({gpu(plan.match.calls[c][static_cast<size_t>(x.src)]), gpu(plan.match.calls[c][static_cast<size_t>(x.dst)])});
   for (auto [a, b] : pairs)
     if (a != b) topo.route(a, b);
