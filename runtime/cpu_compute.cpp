@@ -1,6 +1,5 @@
 #include "runtime/cpu_compute.hpp"
 
-#include <cblas.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +12,7 @@
 #include "kernels/bf16.hpp"
 #include "kernels/cpu/attention_cpu.hpp"
 #include "kernels/softmax_merge.hpp"
+#include "runtime/dense_math.hpp"
 #include "runtime/pattern_index.hpp"
 #include "sim/schedule/schedule_error.hpp"
 
@@ -266,8 +266,7 @@ void CpuCompute::gemm(const schedule::Op& op) {
   // The backward computes dX and dW: two GEMMs of the forward's size.
   const int passes = op.phase == schedule::Phase::backward ? 2 : 1;
   for (int p = 0; p < passes; ++p)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blasint(m), blasint(n), blasint(k), 1.f, A.data(),
-                blasint(k), Bm.data(), blasint(n), p == 0 ? 0.f : 1.f, C.data(), blasint(n));
+    sgemm(false, false, m, n, k, A.data(), Bm.data(), p == 0 ? 0.f : 1.f, C.data());
   int64_t at = 0;
   for (int b : acc->writes) {
     auto buf = buffer(op, b);

@@ -1,7 +1,5 @@
 #include "runtime/dense_layer.hpp"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -10,6 +8,7 @@
 #include <stdexcept>
 
 #include "kernels/bf16.hpp"
+#include "runtime/dense_math.hpp"
 #include "runtime/seed.hpp"
 #include "runtime/wire.hpp"
 #include "sim/schedule/schedule_error.hpp"
@@ -48,17 +47,6 @@ constexpr uint64_t kWeightDomain = 0x5745494748545321ull, kXDomain = 0x585f494e5
 
 float get(std::span<const std::byte> buf, DType t, int64_t i) { return element_get(buf, t, i); }
 void put(std::span<std::byte> buf, DType t, int64_t i, float v) { element_put(buf, t, i, v); }
-
-bool is_x(const std::string& name) {  // x{layer}: a layer's input activations
-  return name.size() > 1 && name[0] == 'x' &&
-         std::all_of(name.begin() + 1, name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-}
-
-// C[m x n] (+)= A[m x k] B[k x n] with B's or A's transpose as asked, row-major.
-void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float beta, float* c) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
-              blasint(k), 1.f, a, blasint(ta ? m : k), b, blasint(tb ? k : n), beta, c, blasint(n));
-}
 
 }  // namespace
 
@@ -201,7 +189,7 @@ DenseLayer::DenseLayer(const schedule::Schedule& s, const Experiment& e, const L
       return -1;
     };
     auto named = [&](const std::vector<int>& ids, const char* n) { return in_list(ids, [&](int b) { return name(b) == n; }); };
-    auto x_of = [&](const std::vector<int>& ids) { return in_list(ids, [&](int b) { return is_x(name(b)); }); };
+    auto x_of = [&](const std::vector<int>& ids) { return in_list(ids, [&](int b) { return is_layer_input(name(b)); }); };
     auto with = [&](const std::vector<int>& ids, BufferRole c) { return in_list(ids, [&](int b) { return content(b, c); }); };
     const auto& R = a->reads;
     const auto& W = a->writes;

@@ -1,13 +1,12 @@
 #include "runtime/dense_step.hpp"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
 
 #include "kernels/bf16.hpp"
+#include "runtime/dense_math.hpp"
 #include "runtime/seed.hpp"
 #include "runtime/wire.hpp"
 #include "sim/schedule/schedule_error.hpp"
@@ -40,16 +39,6 @@ uint64_t mix(uint64_t x) {  // splitmix64's finaliser (seed.cpp's, for integer d
 int32_t draw(uint64_t seed, int64_t sample, int64_t position, int64_t vocab) {
   const uint64_t h = mix(mix(mix(seed) ^ uint64_t(sample)) ^ uint64_t(position));
   return int32_t((h >> 11) % uint64_t(vocab));
-}
-
-void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float beta, float* c) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
-              blasint(k), 1.f, a, blasint(ta ? m : k), b, blasint(tb ? k : n), beta, c, blasint(n));
-}
-
-bool is_x(const std::string& name) {  // x{layer}: a layer's input activations
-  return name.size() > 1 && name[0] == 'x' &&
-         std::all_of(name.begin() + 1, name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
 }  // namespace
@@ -256,7 +245,7 @@ int DenseStep::find(const std::vector<int>& ids, std::string_view name) const {
 
 int DenseStep::find_x(const std::vector<int>& ids) const {
   for (int b : ids)
-    if (is_x(s_.buffers[size_t(b)].name)) return b;
+    if (is_layer_input(s_.buffers[size_t(b)].name)) return b;
   return -1;
 }
 

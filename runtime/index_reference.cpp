@@ -1,6 +1,5 @@
 #include "runtime/index_reference.hpp"
 
-#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +16,7 @@
 
 #include "kernels/bf16.hpp"
 #include "runtime/dense_layer.hpp"
+#include "runtime/dense_math.hpp"
 #include "runtime/index_building.hpp"
 
 namespace rm::runtime {
@@ -49,14 +49,12 @@ QKSource layer_qk(const LayerProblem& p) {
   rms_norm(in.x, std::span<const float>(in.weights).subspan(size_t(w.norm1), size_t(H)), xn, H);
   auto qkv = std::make_shared<std::vector<float>>(size_t(rows * N));
   auto radius = std::make_shared<std::vector<float>>(size_t(rows * N));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blasint(rows), blasint(N), blasint(H), 1.f, xn.data(), blasint(H),
-              in.weights.data() + w.qkv, blasint(N), 0.f, qkv->data(), blasint(N));
+  sgemm(false, false, rows, N, H, xn.data(), in.weights.data() + w.qkv, 0.f, qkv->data());
   // sum |x||w| (its own fp32 rounding is far below the margin of 3 gamma_k over the 2 gamma_k needed).
   std::vector<float> ax(xn.size()), aw(size_t(H * N));
   std::transform(xn.begin(), xn.end(), ax.begin(), [](float x) { return std::abs(x); });
   std::transform(in.weights.begin() + w.qkv, in.weights.begin() + w.qkv + H * N, aw.begin(), [](float x) { return std::abs(x); });
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blasint(rows), blasint(N), blasint(H), 1.f, ax.data(), blasint(H),
-              aw.data(), blasint(N), 0.f, radius->data(), blasint(N));
+  sgemm(false, false, rows, N, H, ax.data(), aw.data(), 0.f, radius->data());
   const double u = std::ldexp(1.0, -24), gamma = double(H) * u / (1 - double(H) * u);
   for (float& r : *radius) r = float(3 * gamma * double(r));
   const int64_t D = p.head_dim, kv_at = w.q;

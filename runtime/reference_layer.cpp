@@ -1,7 +1,5 @@
 #include "runtime/reference_layer.hpp"
 
-#include <cblas.h>
-
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -12,6 +10,7 @@
 #include "kernels/cpu/attention_cpu.hpp"
 #include "kernels/plan.hpp"
 #include "runtime/dense_layer.hpp"
+#include "runtime/dense_math.hpp"
 
 namespace rm::runtime {
 
@@ -47,11 +46,6 @@ void check_inputs(const LayerProblem& p, size_t x, size_t dy, size_t w) {
   if (p.backward && dy != rows)
     throw std::invalid_argument("reference layer: dy must hold batch x seq_len x hidden = " + std::to_string(rows) + " values");
   if (w != params) throw std::invalid_argument("reference layer: weights must hold " + std::to_string(params) + " values");
-}
-
-void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float beta, float* c) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
-              blasint(k), 1.f, a, blasint(ta ? m : k), b, blasint(tb ? k : n), beta, c, blasint(n));
 }
 
 // Between the dense rows [b x S + s][q | k | v columns] and the kernels' [heads][S][D]

@@ -1,11 +1,10 @@
 #include "runtime/reference_step.hpp"
 
-#include <cblas.h>
-
 #include <stdexcept>
 
 #include "kernels/bf16.hpp"
 #include "runtime/dense_layer.hpp"
+#include "runtime/dense_math.hpp"
 #include "runtime/dense_step.hpp"
 
 namespace rm::runtime {
@@ -63,8 +62,7 @@ StepResult reference_step(const StepProblem& p, const std::vector<std::vector<fl
   const std::span<const float> wf(E.data() + el.norm, size_t(H));
   std::vector<float> xf(static_cast<size_t>(rows * H)), z(static_cast<size_t>(rows * V));
   rms_norm(x.back(), wf, xf, H);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(rows), blasint(V), blasint(H), 1.f, xf.data(), blasint(H),
-              E.data() + el.head, blasint(H), 0.f, z.data(), blasint(V));
+  sgemm(false, true, rows, V, H, xf.data(), E.data() + el.head, 0.f, z.data());
   r.loss.resize(size_t(rows));
   cross_entropy(z, targets, V, r.loss);
 
@@ -74,10 +72,8 @@ StepResult reference_step(const StepProblem& p, const std::vector<std::vector<fl
   dE.assign(size_t(el.total), 0.f);
   cross_entropy_backward(z, targets, V, 1.0 / double(rows), z);  // z becomes dlogits
   std::vector<float> dxf(static_cast<size_t>(rows * H)), dx(static_cast<size_t>(rows * H));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blasint(rows), blasint(H), blasint(V), 1.f, z.data(), blasint(V),
-              E.data() + el.head, blasint(H), 0.f, dxf.data(), blasint(H));
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blasint(V), blasint(H), blasint(rows), 1.f, z.data(), blasint(V),
-              xf.data(), blasint(H), 1.f, dE.data() + el.head, blasint(H));
+  sgemm(false, false, rows, H, V, z.data(), E.data() + el.head, 0.f, dxf.data());
+  sgemm(true, false, V, H, rows, z.data(), xf.data(), 1.f, dE.data() + el.head);
   rms_norm_backward(x.back(), wf, dxf, {}, dx, H);
   for (int l = p.layers - 1; l >= 0; --l) {
     lp.layer = l, lp.backward = true;

@@ -102,7 +102,6 @@ class CudaBackend final : public schedule::RunBackend {
   Stream& stream_of(schedule::OpId op);
   std::byte* device(schedule::OpId op, int buffer);
   int64_t device_size(schedule::OpId op, int buffer);
-  void build_streams();
   void check_memory(int64_t buffers) const;
   int64_t scratch_need(schedule::OpId op) const;
   void attention(schedule::OpId op, bool backward);
