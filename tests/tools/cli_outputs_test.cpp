@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "tests/support/run_cli.hpp"
 
@@ -109,12 +111,21 @@ TEST_F(CliOutputs, AWriteThatFailsLateIsExit2Too) {
 
 TEST_F(CliOutputs, ANulInANameIsPrintedNotACut) {
   const std::string nul_name("a\0b", 3);
-  for (const std::string command : {"simulate", "schedule", "imbalance"}) {
+  for (const std::string command : {"simulate", "schedule", "imbalance", "plan --engine-confirm none"}) {
     const auto r = run_cli(command + " runtime-tiny-ring --set 'name=\"a\\u0000b\"'", dir_.string());
     EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.err;
     EXPECT_THAT(r.out, HasSubstr("experiment " + nul_name)) << command;
     EXPECT_GT(r.out.size(), 200u) << command;  // the whole report, not the 12 bytes before the NUL
   }
+  // A trace event's name, in compare's table of the ops that differ most.
+  ASSERT_EQ(run_cli("simulate runtime-tiny-ring --trace predicted.json", dir_.string()).exit_code, 0);
+  nlohmann::json t = nlohmann::json::parse(rm::test::slurp((dir_ / "predicted.json").string()));
+  for (auto& e : t["traceEvents"])
+    if (e.value("ph", "") == "X") e["name"] = e["name"].get<std::string>() + std::string("\0x", 2);
+  std::ofstream(dir_ / "measured.json") << t.dump();
+  const auto r = run_cli("compare --predicted predicted.json --measured measured.json", dir_.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(std::count(r.out.begin(), r.out.end(), '\0'), 2) << r.out;  // every name, not a cut at the first
 }
 
 TEST_F(CliOutputs, NumbersOutOfRangeAreNamedAsTyped) {
@@ -123,6 +134,9 @@ TEST_F(CliOutputs, NumbersOutOfRangeAreNamedAsTyped) {
   EXPECT_THAT(big.err, HasSubstr("workload.seq_len: expected a size in"));
   EXPECT_THAT(big.err, HasSubstr("got 9223372036854775808"));
   EXPECT_THAT(big.err, Not(HasSubstr("-9223372036854775808")));
+  const auto cp = run_cli("simulate runtime-tiny-ring --set parallel.cp=9223372036854775808", dir_.string());
+  EXPECT_EQ(cp.exit_code, 2);
+  EXPECT_THAT(cp.err, HasSubstr("$.parallel.cp: expected an integer in [1, 1048576], got 9223372036854775808"));
   for (const char* bad : {"-5", "0", "5x", "lots"}) {
     ::setenv("RINGMASTER_MEMORY_BYTES", bad, 1);
     const auto r = run_cli("simulate runtime-tiny-ring", dir_.string());
