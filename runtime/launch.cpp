@@ -39,6 +39,7 @@
 #include "sim/schedule/run_driver.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "traces/chrome_trace.hpp"
+#include "traces/text_write.hpp"
 
 namespace rm::runtime {
 
@@ -191,11 +192,9 @@ void prepare(const LaunchOptions& o, const World& world, Prepared& p) {
   if (o.backend == "cuda")
     throw ConfigError("--backend cuda: this ringmaster-run was built without the cuda backend (CUDA and NCCL not found at build time)");
 #endif
-  if (!o.trace.empty()) {
-    const std::filesystem::path dir = std::filesystem::absolute(o.trace).parent_path();
-    if (!std::filesystem::is_directory(dir))
-      throw ConfigError("--trace " + o.trace + ": folder " + dir.string() + " does not exist");
-  }
+  if (!o.trace.empty())
+    if (const std::string problem = traces::output_path_problem(o.trace); !problem.empty())
+      throw ConfigError("--trace " + problem);
   if (o.emulate_ranks > 0 && o.backend != "cuda") throw ConfigError("--emulate-ranks needs --backend cuda");
   p.s = schedule::read_schedule(o.schedule);
   if (o.emulate_ranks == 0 && int(p.s.ranks.size()) != world.size())

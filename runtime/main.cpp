@@ -2,8 +2,9 @@
 // mpirun (or srun), and writes the measured Timeline (docs/runtime.md).
 //   mpirun -np N ringmaster-run --schedule S.json.gz --backend cpu [--check]
 //          [--iters K] [--warmup W] [--trace OUT.json]
-// Exit codes: 0 ok; 1 --check found an error above the bound; 2 bad input
-// (every rank refuses before computing, one line from rank 0); 3 a failure
+// Exit codes (README.md, "Exit status"): 0 ok; 1 --check found an error above
+// the bound; 2 bad input (every rank refuses before computing, one line from
+// rank 0), a --trace destination that cannot be written included; 3 a failure
 // while running (the failing rank names itself and the op; the others are
 // ended by MPI_Abort, never left waiting).
 #include <CLI/CLI.hpp>
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "runtime/launch.hpp"
+#include "traces/text_write.hpp"
 
 int main(int argc, char** argv) {
   rm::runtime::LaunchOptions o;
@@ -27,7 +29,12 @@ int main(int argc, char** argv) {
   app.add_option("--iters", o.iters, "Timed iterations (every op gets this many samples; the trace keeps the median)")
       ->check(CLI::Range(1, 100000));
   app.add_option("--warmup", o.warmup, "Untimed iterations before the timed ones")->check(CLI::Range(0, 100000));
-  app.add_option("--trace", o.trace, "Write the measured Timeline here (Chrome trace JSON; rank 0 writes it)");
+  // `--trace ''` would read as "no trace": refused here. Every other destination that
+  // cannot be written is refused before the run by all ranks together (launch's prepare).
+  const CLI::Validator writable(
+      [](std::string& p) { return p.empty() ? rm::traces::output_path_problem(p) : std::string(); }, "");
+  app.add_option("--trace", o.trace, "Write the measured Timeline here (Chrome trace JSON; rank 0 writes it)")
+      ->check(writable);
   app.add_option("--seed", o.seed, "Seed of the random inputs (the reference uses the same)");
   app.add_option("--check-bound", o.check_bound, "Largest max relative error --check accepts (docs/runtime-check.md)");
   app.add_option("--stall-timeout", o.stall_timeout_s, "Seconds without progress before a rank gives up, naming what it waits for")

@@ -1,15 +1,10 @@
 #include "traces/text_file.hpp"
 
-#include <fcntl.h>
-#include <signal.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 #include <zlib.h>
@@ -52,23 +47,6 @@ std::string gunzip(const std::string& data, const std::string& path, int64_t lim
   return out;
 }
 
-std::string gzip(std::string_view text) {
-  z_stream z{};
-  // windowBits 15 + 16: gzip wrapper; its header has mtime 0, so output is reproducible.
-  if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    throw TraceError("cannot start gzip");
-  std::string out(deflateBound(&z, static_cast<uLong>(text.size())), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  int rc = deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  if (rc != Z_STREAM_END) throw TraceError("gzip failed");
-  return out;
-}
-
 }  // namespace
 
 bool has_gz_suffix(std::string_view path) { return path.size() > 3 && path.substr(path.size() - 3) == ".gz"; }
@@ -93,132 +71,6 @@ std::string read_text_file(const std::string& path, int64_t limit) {
   std::fclose(f);
   if (bad) throw TraceError(fmt::format("{}: read error", path));
   return has_gz_suffix(path) ? gunzip(data, path, limit) : data;
-}
-
-namespace {
-
-// Temporary files being written, removed by the SIGINT/SIGTERM handler so an
-// interrupted run leaves nothing beside its outputs. Fixed slots: the handler
-// may only touch memory that needs no allocation.
-constexpr int kTempSlots = 8;
-constexpr size_t kTempPathMax = 4096;
-char g_temp_paths[kTempSlots][kTempPathMax];
-volatile sig_atomic_t g_temp_used[kTempSlots];
-
-extern "C" void remove_temps_and_reraise(int sig) {
-  for (int i = 0; i < kTempSlots; ++i)
-    if (g_temp_used[i]) unlink(g_temp_paths[i]);
-  std::signal(sig, SIG_DFL);
-  std::raise(sig);
-}
-
-void install_cleanup_handlers() {
-  static bool installed = false;
-  if (installed) return;
-  installed = true;
-  for (int sig : {SIGINT, SIGTERM}) {
-    struct sigaction old{};
-    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) std::signal(sig, remove_temps_and_reraise);
-  }
-}
-
-// Registers a temporary file for the handler for as long as it lives.
-class TempFile {
- public:
-  explicit TempFile(const std::string& path) {
-    install_cleanup_handlers();
-    if (path.size() >= kTempPathMax) return;
-    for (int i = 0; i < kTempSlots; ++i)
-      if (!g_temp_used[i]) {
-        std::memcpy(g_temp_paths[i], path.c_str(), path.size() + 1);
-        g_temp_used[i] = 1;
-        slot_ = i;
-        return;
-      }
-  }
-  ~TempFile() {
-    if (slot_ >= 0) g_temp_used[slot_] = 0;
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-
- private:
-  int slot_ = -1;
-};
-
-[[noreturn]] void write_failed(const std::string& path, int err) {
-  throw TraceError(fmt::format("{}: cannot write file ({})", path, std::strerror(err)));
-}
-
-void write_all(int fd, std::string_view bytes, const std::string& path) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) write_failed(path, n < 0 ? errno : EIO);
-    bytes.remove_prefix(size_t(n));
-  }
-}
-
-// Where a write to `path` lands: a symlink is followed to its target (which
-// may not exist yet), so the link stays a link.
-std::string resolve_target(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::path p = path;
-  for (int hops = 0; hops < 40 && std::filesystem::is_symlink(p, ec); ++hops) {
-    const std::filesystem::path to = std::filesystem::read_symlink(p, ec);
-    if (ec) break;
-    p = to.is_absolute() ? to : p.parent_path() / to;
-  }
-  return p.string();
-}
-
-}  // namespace
-
-void write_text_file_atomic(const std::string& path, std::string_view text) {
-  std::string gz;
-  std::string_view bytes = text;
-  if (has_gz_suffix(path)) {
-    gz = gzip(text);
-    bytes = gz;
-  }
-  if (path == "-") {  // standard output, as most tools read "-"
-    write_all(STDOUT_FILENO, bytes, path);
-    return;
-  }
-  const std::string target = resolve_target(path);
-  struct stat st{};
-  if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    if (S_ISDIR(st.st_mode)) throw TraceError(fmt::format("{}: is a directory, expected a file", path));
-    // A FIFO, a device, /dev/stdout: write into it; replacing it would destroy it.
-    const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) write_failed(path, errno);
-    try {
-      write_all(fd, bytes, path);
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
-    if (::close(fd) != 0) write_failed(path, errno);
-    return;
-  }
-  std::string tmp = target + ".tmp-XXXXXX";
-  const int fd = mkstemp(tmp.data());
-  if (fd < 0) throw TraceError(fmt::format("{}: cannot create temporary file ({})", path, std::strerror(errno)));
-  TempFile registered(tmp);
-  fchmod(fd, 0644);  // mkstemp makes 0600; outputs are meant to be shared
-  try {
-    write_all(fd, bytes, path);
-  } catch (...) {
-    ::close(fd);
-    std::remove(tmp.c_str());
-    throw;
-  }
-  const bool closed = ::close(fd) == 0;
-  if (!closed || std::rename(tmp.c_str(), target.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    write_failed(path, err);
-  }
 }
 
 }  // namespace rm::traces

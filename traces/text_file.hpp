@@ -1,11 +1,13 @@
-// Whole-file text I/O shared by every writer of ours: gzip chosen by a ".gz"
-// suffix, and writes that are atomic (a temporary file beside the target,
-// then a rename), so a reader never sees a half-written file.
+// Whole-file text I/O shared by every reader and writer of ours: gzip chosen by
+// a ".gz" suffix. The writing side (atomic writes, the standard output) is
+// traces/text_write.hpp, included here for the callers of both.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "traces/text_write.hpp"
 
 namespace rm::traces {
 
@@ -19,14 +21,5 @@ inline constexpr int64_t kMaxInputBytes = int64_t(2) << 30;
 // nothing after it). Throws TraceError naming the file for a directory, an
 // unreadable file, or more than `limit` bytes read or decompressed.
 std::string read_text_file(const std::string& path, int64_t limit = kMaxInputBytes);
-
-// Writes `text` to `path`; gzips when the path ends in ".gz". A regular file
-// (or a new one) is written atomically: a temporary file beside it, then a
-// rename; the temporary is removed on error and on SIGINT/SIGTERM. A symlink
-// is followed (the link stays). A FIFO or device (/dev/null, /dev/stdout) is
-// written in place, never replaced; "-" is standard output; a directory is
-// refused.
-// The gzip header carries no timestamp, so the same text gives the same bytes.
-void write_text_file_atomic(const std::string& path, std::string_view text);
 
 }  // namespace rm::traces

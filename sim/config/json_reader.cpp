@@ -42,6 +42,9 @@ int64_t parse_size_text(std::string_view text, const std::string& where) {
 }
 
 int64_t parse_size(const nlohmann::json& v, const std::string& where) {
+  // Above int64 (9223372036854775808 and up): named as typed, never wrapped negative.
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+    throw ConfigError(fmt::format("{}: size {} is out of range", where, shown(v)));
   if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_number_float()) {
     double d = v.get<double>();
@@ -118,6 +121,9 @@ double JsonReader::number_or(std::string_view key, double min, double max, doubl
 int64_t JsonReader::integer(std::string_view key, int64_t min, int64_t max) const {
   const auto& v = need(key);
   if (!v.is_number_integer()) fail(key, fmt::format("expected an integer, got {}", shown(v)));
+  // A value above int64 is out of range as typed (get<int64_t> would wrap it negative).
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(max))
+    fail(key, fmt::format("expected an integer in [{}, {}], got {}", min, max, shown(v)));
   int64_t i = v.get<int64_t>();
   if (i < min || i > max) fail(key, fmt::format("expected an integer in [{}, {}], got {}", min, max, i));
   return i;
@@ -128,7 +134,10 @@ int64_t JsonReader::integer_or(std::string_view key, int64_t min, int64_t max, i
 }
 
 int64_t JsonReader::size(std::string_view key, int64_t min, int64_t max) const {
-  int64_t i = parse_size(need(key), where(key));
+  const nlohmann::json& v = need(key);
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(max))  // as typed, even above int64
+    fail(key, fmt::format("expected a size in [{}, {}], got {}", min, max, shown(v)));
+  int64_t i = parse_size(v, where(key));
   if (i < min || i > max) fail(key, fmt::format("expected a size in [{}, {}], got {}", min, max, i));
   return i;
 }

@@ -282,11 +282,17 @@ int64_t mem_available() {
 
 int64_t machine_memory_bytes() {
   if (const char* o = std::getenv("RINGMASTER_MEMORY_BYTES"); o && *o) {
+    // Digits with an optional k/M/G, above zero: "-5" or "5x" would be read as a size that is none.
+    const std::string bad =
+        fmt::format("RINGMASTER_MEMORY_BYTES: expected a positive number of bytes like 68719476736 or 64G, got \"{}\"", o);
+    int64_t bytes = 0;
     try {
-      return std::stoll(o);
-    } catch (...) {
-      throw ConfigError(fmt::format("RINGMASTER_MEMORY_BYTES: expected a number of bytes, got \"{}\"", o));
+      bytes = parse_size_text(o, "RINGMASTER_MEMORY_BYTES");
+    } catch (const ConfigError&) {
+      throw ConfigError(bad);
     }
+    if (bytes <= 0) throw ConfigError(bad);
+    return bytes;
   }
   int64_t limit = read_number("/sys/fs/cgroup/memory.max");
   if (limit < 0) limit = read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");

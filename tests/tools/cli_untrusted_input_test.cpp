@@ -1,7 +1,9 @@
 // The CLI on the untrusted inputs of issue 13: each answer is one line naming
 // the file and the field, exit code 2, nothing on stdout; outputs that are not
 // regular files are written in place, never replaced.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -136,10 +138,23 @@ TEST_F(CliUntrusted, AScheduleTooLargeForTheMachineIsRefusedWithTheEstimate) {
 TEST_F(CliUntrusted, OutputsThatAreNotRegularFilesAreWrittenInPlace) {
   const fs::path fifo = *dir_ / "pipe";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // The reader is open before the CLI starts (a FIFO no process reads is refused); a
+  // second writer of ours keeps its reads from ending early, and closing it ends them.
+  const int read_end = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(read_end, 0);
+  const int keeper = ::open(fifo.c_str(), O_WRONLY);
+  ASSERT_GE(keeper, 0);
+  ASSERT_EQ(::fcntl(read_end, F_SETFL, 0), 0);
   std::string through;
-  std::thread reader([&] { through = slurp(fifo.string()); });
+  std::thread reader([&] {
+    char buf[1 << 16];
+    ssize_t n;
+    while ((n = ::read(read_end, buf, sizeof buf)) > 0) through.append(buf, size_t(n));
+  });
   const auto r = run_cli("schedule runtime-tiny-ring -o pipe", dir_->string());
+  ::close(keeper);
   reader.join();
+  ::close(read_end);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::is_fifo(fifo));
   EXPECT_EQ(through, slurp((*dir_ / "good.json").string()));

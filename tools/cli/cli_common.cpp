@@ -8,6 +8,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "traces/text_write.hpp"
+
 namespace rm::cli {
 
 void add_experiment_options(CLI::App* cmd, ExperimentOptions& o) {
@@ -23,6 +25,12 @@ void add_experiment_options(CLI::App* cmd, ExperimentOptions& o) {
                   "(one per flag, repeatable; earlier folders win)")
       ->allow_extra_args(false);
   cmd->add_flag("--json", o.json, "Print JSON for machines instead of a table");
+}
+
+CLI::Option* add_output_option(CLI::App* cmd, const std::string& flags, std::string& path, const std::string& help) {
+  // An empty name for the validator: the help shows the option as before.
+  const CLI::Validator writable([](std::string& p) { return traces::output_path_problem(p); }, "");
+  return cmd->add_option(flags, path, help)->check(writable);
 }
 
 std::string experiment_header(const Experiment& e) {

@@ -26,6 +26,11 @@ struct ExperimentOptions {
 // Adds [EXPERIMENT] --set --configs --json to a subcommand.
 void add_experiment_options(CLI::App* cmd, ExperimentOptions& o);
 
+// Adds an option naming a file to write. A destination that cannot be one (an
+// empty path, a directory, a missing folder) is refused as the command line is
+// read, before any work: exit 2 (README.md, "Exit status").
+CLI::Option* add_output_option(CLI::App* cmd, const std::string& flags, std::string& path, const std::string& help);
+
 // The head of a text report: the resolved experiment (every key of
 // summary_json), and a line saying so when it uses fewer GPUs than the cluster has.
 std::string experiment_header(const Experiment& e);

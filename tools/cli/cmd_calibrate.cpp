@@ -16,6 +16,7 @@
 #include "sim/calibrate/validate.hpp"
 #include "sim/config/json_reader.hpp"
 #include "traces/text_file.hpp"
+#include "traces/text_write.hpp"
 #include "tools/cli/cli_common.hpp"
 
 namespace rm::cli {
@@ -195,7 +196,7 @@ void run(const Options& o) {
            {"cluster_out", o.out},
            {"kernel_out", kernel_out},
            {"residuals_out", o.residuals.empty() ? json(nullptr) : json(o.residuals)}};
-    std::puts(j.dump(2).c_str());
+    traces::write_standard_output(j.dump(2) + "\n");
     return;
   }
   std::string text = fmt::format(
@@ -233,7 +234,7 @@ void run(const Options& o) {
   }
   text += fmt::format("\nwrote {} and {}{}\nuse: ringmaster simulate ... --set cluster={} --set kernel.attention={}\n", o.out,
                       kernel_out, o.residuals.empty() ? "" : " and " + o.residuals, o.out, kernel_out);
-  std::fputs(text.c_str(), stdout);
+  traces::write_standard_output(text);
 }
 
 }  // namespace
@@ -246,9 +247,9 @@ void register_calibrate(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--runs", o->runs_dir, "A folder of NAME.schedule.json[.gz] + NAME.measured.json[.gz] pairs");
   cmd->add_option("--cluster", o->cluster, "The cluster to calibrate (name or .json; default: the first run's)");
-  cmd->add_option("--out", o->out, "Write the calibrated cluster JSON here")->required();
-  cmd->add_option("--kernel-out", o->kernel_out, "Write the calibrated attention kernel JSON here (default: OUT with .kernel.json)");
-  cmd->add_option("--residuals", o->residuals, "Write each observation's measured and modelled seconds as CSV");
+  add_output_option(cmd, "--out", o->out, "Write the calibrated cluster JSON here")->required();
+  add_output_option(cmd, "--kernel-out", o->kernel_out, "Write the calibrated attention kernel JSON here (default: OUT with .kernel.json)");
+  add_output_option(cmd, "--residuals", o->residuals, "Write each observation's measured and modelled seconds as CSV");
   cmd->add_option("--holdout", o->holdout, "Hold out this fraction of the runs and report the error on them")
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the held-out split")->capture_default_str();

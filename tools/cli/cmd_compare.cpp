@@ -16,6 +16,7 @@
 #include "traces/chrome_trace.hpp"
 #include "traces/text_file.hpp"
 #include "traces/trace_error.hpp"
+#include "traces/text_write.hpp"
 #include "tools/cli/cli_common.hpp"
 
 namespace rm::cli {
@@ -149,7 +150,7 @@ void run(const Options& o) {
     j["measured"] = o.measured;
     if (!o.csv.empty()) j["csv"] = o.csv;
     if (!o.trace.empty()) j["trace"] = o.trace;
-    std::puts(j.dump(2).c_str());
+    traces::write_standard_output(j.dump(2) + "\n");
     return;
   }
   std::string text = text_report(o, c, label);
@@ -158,7 +159,7 @@ void run(const Options& o) {
     text += fmt::format("\nboth Timelines written to {} (predicted ranks above measured; open it in "
                         "https://ui.perfetto.dev)\n",
                         o.trace);
-  std::fputs(text.c_str(), stdout);
+  traces::write_standard_output(text);
 }
 
 }  // namespace
@@ -179,8 +180,8 @@ void register_compare(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--configs", o->config_dirs, "Search this folder for named configs first (one per flag, repeatable)")
       ->allow_extra_args(false);
-  cmd->add_option("--csv", o->csv, "Write one row per joined op to this CSV file");
-  cmd->add_option("--trace", o->trace,
+  add_output_option(cmd, "--csv", o->csv, "Write one row per joined op to this CSV file");
+  add_output_option(cmd, "--trace", o->trace,
                   "Write both Timelines as one Chrome trace (predicted ranks above measured; .gz to compress)");
   cmd->add_option("--top", o->top, "Top contributors listed")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON for machines instead of tables");

@@ -16,6 +16,7 @@
 
 #include "sim/config/json_reader.hpp"
 #include "traces/text_file.hpp"
+#include "traces/text_write.hpp"
 #include "tools/cli/cli_common.hpp"
 
 namespace rm::cli {
@@ -220,7 +221,7 @@ void run(const Options& o) {
                    {"critical_path_by_kind", rows_json(by_kind)},
                    {"link_utilisation", rows_json(links)},
                    {"verdict", {{"a", verdict_of(a)}, {"b", verdict_of(b)}}}};
-    std::puts(out.dump(2).c_str());
+    traces::write_standard_output(out.dump(2) + "\n");
     return;
   }
   std::string text = fmt::format("A = {}\nB = {}\n\n", o.a, o.b);
@@ -239,7 +240,7 @@ void run(const Options& o) {
   text += rows_text("critical path by kind (s)", by_kind);
   text += rows_text("link utilisation (of the step)", links);
   text += fmt::format("bound by\n  A: {}\n  B: {}\n", verdict_of(a), verdict_of(b));
-  std::fputs(text.c_str(), stdout);
+  traces::write_standard_output(text);
 }
 
 }  // namespace

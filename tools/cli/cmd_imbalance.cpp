@@ -11,6 +11,7 @@
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/placement/attention_kind.hpp"
 #include "traces/text_file.hpp"
+#include "traces/text_write.hpp"
 #include "tools/cli/cli_common.hpp"
 
 namespace rm::cli {
@@ -94,7 +95,7 @@ void run(const Options& o) {
       j["partitions"][to_string(p.partition)] = pj;
     }
     j["skipped"] = rep.skipped;
-    std::puts(j.dump(2).c_str());
+    traces::write_standard_output(j.dump(2) + "\n");
     return;
   }
 
@@ -128,7 +129,7 @@ void run(const Options& o) {
   out += "\nworker = max/mean of per-rank attention work; step = sum over ring steps of max/mean;\n"
          "ideal share = attention time left if every step were perfectly balanced; overlap lost = ring steps\n"
          "whose slowest compute is shorter than the next K/V transfer (layers x steps).\n";
-  std::fputs(out.c_str(), stdout);
+  traces::write_standard_output(out);
 }
 
 }  // namespace
@@ -137,7 +138,7 @@ void register_imbalance(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("imbalance", "Worker- and step-level attention imbalance of each token partition");
   add_experiment_options(cmd, o->exp);
-  cmd->add_option("--csv", o->csv, "Also write per-layer and total figures as CSV to this file");
+  add_output_option(cmd, "--csv", o->csv, "Also write per-layer and total figures as CSV to this file");
   cmd->add_option("--partition", o->partitions, "Only this partition (contiguous, zigzag, stripe, balanced; repeatable)")
       ->allow_extra_args(false);
   cmd->add_flag("--per-layer", o->per_layer, "Print the per-layer table of each partition");

@@ -17,6 +17,7 @@
 #include "sim/schedule/schedule_file.hpp"
 #include "sim/report/bound_by.hpp"
 #include "sim/search/plan.hpp"
+#include "traces/text_write.hpp"
 #include "tools/cli/cli_common.hpp"
 #include "tools/cli/allocator_tuning.hpp"
 
@@ -204,7 +205,7 @@ void run(const Options& o) {
     if (st.screen_pruned_comm > 0) j["search"]["screen_pruned_by_ring_floor"] = st.screen_pruned_comm;
     j["experiment"] = summary_json(base);
     if (!o.export_file.empty()) j["export"] = o.export_file;
-    std::puts(j.dump(2).c_str());
+    traces::write_standard_output(j.dump(2) + "\n");
     return;
   }
   std::string text = experiment_header(base);
@@ -279,7 +280,7 @@ void run(const Options& o) {
   if (std::any_of(r.ranked.begin(), r.ranked.end(), [](const auto& c) { return !c.analytic.estimated.empty(); }))
     text += "* estimated from steps of 1 and up to 4 layers of the layout (docs/planner.md), not simulated whole\n";
   if (!o.export_file.empty()) text += fmt::format("\nthe winner's Schedule written to {}\n", o.export_file);
-  std::fputs(text.c_str(), stdout);
+  traces::write_standard_output(text);
 }
 
 }  // namespace
@@ -303,7 +304,7 @@ void register_plan(CLI::App& app) {
                 "Simulate a full step of every layout that fits: no pruning by the compute floor, no layer screen");
   cmd->add_flag("--no-screen", o->no_screen,
                 "Rank full steps only (exact under the compute floor), without first screening one layer of each layout");
-  cmd->add_option("--export", o->export_file, "Write the winner's Schedule (.json or .json.gz)");
+  add_output_option(cmd, "--export", o->export_file, "Write the winner's Schedule (.json or .json.gz)");
   cmd->add_option("--screen-budget", o->screen_budget,
                   "At most N one-layer simulations in the screen, lowest floors first (0: no limit); "
                   "auto: no limit up to 1,024 GPUs, 64 above")

@@ -19,6 +19,7 @@
 #include "traces/chrome_trace.hpp"
 #include "traces/kineto.hpp"
 #include "traces/trace_error.hpp"
+#include "traces/text_write.hpp"
 #include "tools/cli/cli_common.hpp"
 
 namespace rm::cli {
@@ -151,7 +152,7 @@ void run(const Options& o) {
                     {{"ops", plan.schedule.ops.size()}, {"ranks", plan.schedule.ranks.size()}, {"ops_by_role", roles}}},
                    {"skipped_events", imp.skipped},
                    {"notes", plan.notes}};
-    std::puts(out.dump(2).c_str());
+    traces::write_standard_output(out.dump(2) + "\n");
     return;
   }
   std::string text = fmt::format("replay of {} on {}{}; engine {}\n", fmt::join(o.traces, ", "), cluster,
@@ -179,7 +180,7 @@ void run(const Options& o) {
     for (const auto& [k, c] : imp.skipped) n += c;
     text += fmt::format("\n{} trace events not imported (by kind in --json)\n", n);
   }
-  std::fputs(text.c_str(), stdout);
+  traces::write_standard_output(text);
 }
 
 }  // namespace
@@ -197,7 +198,7 @@ void register_replay(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--engine", o->engine, "analytic (fast list scheduler) or simgrid (flow-level contention)")
       ->default_val("analytic");
-  cmd->add_option("--trace", o->trace,
+  add_output_option(cmd, "--trace", o->trace,
                   "Write the replayed GPU events as a Chrome trace (.gz to compress): recorded names and op ids");
   cmd->add_flag("--json", o->json, "Print JSON for machines instead of a table");
   cmd->callback([o] { run(*o); });

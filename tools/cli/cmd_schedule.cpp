@@ -11,6 +11,7 @@
 #include "sim/generate/footprint.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/schedule/schedule_file.hpp"
+#include "traces/text_write.hpp"
 #include "tools/cli/cli_common.hpp"
 
 namespace rm::cli {
@@ -49,7 +50,7 @@ void run(const Options& o) {
                      {"groups", s.groups.size()}, {"buffers", s.buffers.size()}, {"ops", s.ops.size()}, {"ops_by_kind", kinds},
                      {"p2p_bytes", bytes}, {"flops", flops}};
     if (!o.out.empty()) j["file"] = o.out;
-    std::puts(j.dump(2).c_str());
+    traces::write_standard_output(j.dump(2) + "\n");
     return;
   }
   std::string text = experiment_header(e);
@@ -60,7 +61,7 @@ void run(const Options& o) {
   text += t.str();
   text += fmt::format("point-to-point bytes {:.3f} GB, compute {:.4g} TFLOP\n", double(bytes) / 1e9, flops / 1e12);
   if (!o.out.empty()) text += fmt::format("written to {}\n", o.out);
-  std::fputs(text.c_str(), stdout);
+  traces::write_standard_output(text);
 }
 
 }  // namespace
@@ -69,7 +70,7 @@ void register_schedule(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("schedule", "Generate the Schedule of an experiment and write it to a file");
   add_experiment_options(cmd, o->exp);
-  cmd->add_option("--out,-o", o->out, "Write the Schedule here (JSON; gzipped when the name ends in .gz)");
+  add_output_option(cmd, "--out,-o", o->out, "Write the Schedule here (JSON; gzipped when the name ends in .gz)");
   cmd->callback([o] { run(*o); });
 }
 

@@ -16,6 +16,7 @@
 #include "sim/pipeline/stream_choice.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "traces/chrome_trace.hpp"
+#include "traces/text_write.hpp"
 #include "tools/cli/cli_common.hpp"
 #include "tools/cli/allocator_tuning.hpp"
 
@@ -68,7 +69,7 @@ void print_report(const Options& o, const Experiment& e, const report::StepRepor
     else if (!streamed.why.empty())
       j["streamed"] = {{"chunks", 0}, {"note", streamed.why}};
     if (!o.trace.empty()) j["trace"] = o.trace;
-    std::puts(j.dump(2).c_str());
+    traces::write_standard_output(j.dump(2) + "\n");
     return;
   }
   std::string text = experiment_header(e);
@@ -81,7 +82,7 @@ void print_report(const Options& o, const Experiment& e, const report::StepRepor
     text += "streamed: no: " + streamed.why + "\n\n";
   text += report::to_text(rep);
   if (!o.trace.empty()) text += fmt::format("\nTimeline written to {} (open it in https://ui.perfetto.dev)\n", o.trace);
-  std::fputs(text.c_str(), stdout);
+  traces::write_standard_output(text);
 }
 
 void run(const Options& o) {
@@ -207,7 +208,7 @@ void register_simulate(CLI::App& app) {
   add_experiment_options(cmd, o->exp);
   cmd->add_option("--engine", o->engine, "analytic (fast list scheduler) or simgrid (flow-level contention)")
       ->capture_default_str();
-  cmd->add_option("--trace", o->trace, "Write the predicted Timeline as Chrome-trace JSON (.gz to compress)");
+  add_output_option(cmd, "--trace", o->trace, "Write the predicted Timeline as Chrome-trace JSON (.gz to compress)");
   cmd->add_option("--schedule", o->schedule_file, "Simulate this Schedule file (from `ringmaster schedule`) instead");
   cmd->add_option("--symmetry", o->symmetry,
                   "dp: simulate one data-parallel replica for all when that is provably exact (either engine), "

@@ -15,6 +15,7 @@
 #include "sim/search/grid.hpp"
 #include "sim/search/sweep_table.hpp"
 #include "traces/text_file.hpp"
+#include "traces/text_write.hpp"
 #include "tools/cli/cli_common.hpp"
 #include "tools/cli/allocator_tuning.hpp"
 #include "tools/cli/mpi_world.hpp"
@@ -171,10 +172,10 @@ void run(const Options& o, const MpiWorld& world) {
     j["columns"] = columns;
     j["rows"] = rows;
     if (!o.out.empty()) j["csv"] = o.out;
-    std::puts(j.dump(2).c_str());
+    traces::write_standard_output(j.dump(2) + "\n");
     return;
   }
-  if (o.out != "-") std::fputs(text_report(grid, rows, o.engine, o.out).c_str(), stdout);
+  if (o.out != "-") traces::write_standard_output(text_report(grid, rows, o.engine, o.out));
 }
 
 }  // namespace
@@ -190,7 +191,7 @@ void register_sweep(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--engine", o->engine, "analytic (fast list scheduler) or simgrid (flow-level contention)")
       ->capture_default_str();
-  cmd->add_option("--out", o->out, "Write the rows as CSV to this file (written whole at the end, or not at all); - = standard output, instead of the table");
+  add_output_option(cmd, "--out", o->out, "Write the rows as CSV to this file (written whole at the end, or not at all); - = standard output, instead of the table");
   cmd->add_option("--jobs", o->jobs, "Worker threads per process; 0 = every core (shared by the ranks of a machine)")
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");

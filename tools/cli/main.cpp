@@ -1,7 +1,8 @@
 // ringmaster: which placement and ring schedule is fastest on my cluster, how
 // fast, and why. One subcommand per task; each lives in tools/cli/cmd_*.cpp.
-// Exit status: 0 success, 2 bad input (usage or config error, one line on
-// stderr), 1 anything else.
+// Exit status (README.md, "Exit status"): 0 success; 2 bad input, one line on
+// stderr: usage, a config, an input file, an environment variable, or a
+// destination that cannot be written; 1 anything else (an unexpected failure).
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -9,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "sim/config/json_reader.hpp"
+#include "traces/trace_error.hpp"
 #include "tools/cli/allocator_tuning.hpp"
 #include "tools/cli/cli_common.hpp"
 #include "tools/cli/version.hpp"
@@ -37,6 +39,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ringmaster: error: %s (see ringmaster --help)\n", e.what());
     return 2;
   } catch (const rm::ConfigError& e) {
+    std::fprintf(stderr, "ringmaster: error: %s\n", e.what());
+    return 2;
+  } catch (const rm::traces::TraceError& e) {  // a bad trace file, or a destination (traces::OutputError)
     std::fprintf(stderr, "ringmaster: error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {

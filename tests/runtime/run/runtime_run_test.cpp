@@ -209,6 +209,11 @@ TEST_F(RuntimeRun, JsonSummary) {
 TEST_F(RuntimeRun, RefusesATraceIntoAMissingFolder) {
   const std::string s = schedule("trace-folder", "");
   expect_refused(run(2, "--schedule '" + s + "' --trace /nonexistent/dir/t.json"), "does not exist");
+  // A directory, before the run (it used to fail after it, exit 3); an empty path is a usage error.
+  expect_refused(run(2, "--schedule '" + s + "' --trace '" + dir() + "'"), "is a directory, expected a file");
+  const Shell empty = run(2, "--schedule '" + s + "' --trace ''");
+  EXPECT_EQ(empty.exit_code, 2) << empty.out << empty.err;
+  EXPECT_THAT(empty.err, HasSubstr("an empty output path"));
 }
 
 // A lost ring step at cp = 8 moves O, dQ and dK by less than the bf16 bound; the
