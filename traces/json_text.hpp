@@ -3,8 +3,9 @@
 // everywhere and each rejection is one line naming the text:
 // nesting deeper than kMaxJsonDepth (deeper values would crash recursive
 // copies and dumps), a key repeated in one object (nlohmann keeps the last
-// silently), a number a double cannot hold (1e999), invalid UTF-8, and
-// syntax errors with their line and column.
+// silently), a number a double cannot hold (1e999), invalid UTF-8, a NUL
+// byte (nlohmann would stop reading there), and syntax errors with their
+// line and column (never the bytes read). Linear in the text.
 #pragma once
 
 #include <stdexcept>
@@ -24,5 +25,9 @@ struct JsonTextError : std::runtime_error {
 
 // Parses `text`; throws JsonTextError "NAME: <what>" on any of the above.
 nlohmann::json parse_json_checked(std::string_view text, const std::string& name);
+
+// Throws JsonTextError "NAME: a NUL byte at byte offset N ..." when `text`
+// holds one; for readers with a JSON parser of their own.
+void refuse_nul_bytes(std::string_view text, const std::string& name);
 
 }  // namespace rm::traces
