@@ -19,12 +19,6 @@
 
 namespace rm::traces {
 
-// nlohmann's parse messages start with "[json.exception.parse_error.101] " and
-// may quote what the lexer last read ("; last read: 'root:x:0'"): keep the
-// position and the reason, never the bytes (a config may name a file that is
-// not JSON at all, /etc/passwd, and its content must not be echoed).
-std::string json_error_reason(const std::string& what);
-
 template <class Json>
 class JsonDomBuilder {
  public:

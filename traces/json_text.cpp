@@ -22,13 +22,13 @@ std::string json_error_reason(const std::string& what) {
   return msg;
 }
 
-void refuse_nul_bytes(std::string_view text, const std::string& name) {
+void refuse_nul_bytes(std::string_view text, const std::string& name, int64_t offset) {
   // nlohmann's lexer reads a NUL byte as the end of the input, so whatever
   // follows one would be ignored; JSON text never holds one (in a string it
   // must be written \u0000).
   if (const void* nul = std::memchr(text.data(), '\0', text.size()))
     throw JsonTextError(fmt::format("{}: a NUL byte at byte offset {} (JSON text never holds one)", name,
-                                    static_cast<const char*>(nul) - text.data()));
+                                    offset + (static_cast<const char*>(nul) - text.data())));
 }
 
 nlohmann::json parse_json_checked(std::string_view text, const std::string& name) {

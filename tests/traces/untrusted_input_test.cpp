@@ -91,9 +91,9 @@ TEST_F(Files, ADirectoryIsNotAFile) {
   EXPECT_TRUE(fs::is_directory(dir_));
 }
 
-TEST_F(Files, EndlessInputStopsAtTheLimit) {
+TEST_F(Files, EndlessInputIsRefusedAtOnce) {  // a device is no file (issue 41; once read up to the limit)
   EXPECT_THAT(trace_error_of([] { read_text_file("/dev/zero", 1 << 20); }),
-              HasSubstr("/dev/zero: larger than the 1 MiB limit"));
+              HasSubstr("/dev/zero: is a character device, expected a regular file"));
 }
 
 TEST_F(Files, BytesAfterTheGzipStreamAreRefused) {
@@ -133,7 +133,10 @@ TEST_F(Files, AFifoIsWrittenIntoNotReplaced) {
   const std::string fifo = at("pipe");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   std::string got;
-  std::thread reader([&] { got = read_text_file(fifo); });
+  std::thread reader([&] {  // read_text_file refuses FIFOs (issue 41): read it plainly
+    std::ifstream in(fifo, std::ios::binary);
+    got.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
   write_text_file_atomic(fifo, "through the pipe");
   reader.join();
   EXPECT_EQ(got, "through the pipe");
