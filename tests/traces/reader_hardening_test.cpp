@@ -88,6 +88,29 @@ TEST(JsonReading, BuildingTheTreeWalksNoContainer) {
   EXPECT_EQ(g_scans, 0);
 }
 
+// The builder's tree is the one nlohmann's own parser builds, on every
+// shipped config and every fuzz corpus input that both accept.
+TEST(JsonReading, TheTreeIsNlohmannsTree) {
+  int compared = 0;
+  for (const char* folder : {"configs", "tests/fuzz/corpus", "tests/data"}) {
+    const fs::path root = fs::path(RINGMASTER_SOURCE_DIR) / folder;
+    if (!fs::exists(root)) continue;
+    for (const auto& f : fs::recursive_directory_iterator(root)) {
+      if (!f.is_regular_file() || f.path().extension() != ".json" || f.file_size() > (8 << 20)) continue;
+      std::ifstream in(f.path(), std::ios::binary);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const nlohmann::json plain = nlohmann::json::parse(text, nullptr, false);
+      if (plain.is_discarded()) continue;
+      try {
+        EXPECT_EQ(parse_json_checked(text, f.path().string()), plain) << f.path();
+        ++compared;
+      } catch (const JsonTextError&) {  // a repeated key, deep nesting: refused by design
+      }
+    }
+  }
+  EXPECT_GE(compared, 20);
+}
+
 std::string json_error_of(std::string_view text) {
   try {
     (void)parse_json_checked(text, "in.json");
