@@ -1,5 +1,5 @@
 // Parsing untrusted JSON text: every reader of ours (configs, `--set` values,
-// Schedules, Timelines) parses through here, so one set of limits holds
+// Schedules, Timelines, `diff` inputs) parses through here, so one set of limits holds
 // everywhere and each rejection is one line naming the text:
 // nesting deeper than kMaxJsonDepth (deeper values would crash recursive
 // copies and dumps), a key repeated in one object (nlohmann keeps the last
