@@ -1,78 +1,41 @@
 #include "traces/json_text.hpp"
 
-#include <algorithm>
-#include <vector>
+#include <cstring>
 
 #include <fmt/format.h>
 
+#include "traces/json_dom_builder.hpp"
+
 namespace rm::traces {
 
-namespace {
-
-// nlohmann's messages start with "[json.exception.parse_error.101] "; keep what follows.
-std::string reason(const std::exception& e) {
-  std::string msg = e.what();
-  const auto close = msg.find("] ");
-  return close == std::string::npos ? msg : msg.substr(close + 2);
+std::string json_error_reason(const std::string& what) {
+  std::string msg = what;
+  if (const auto close = msg.find("] "); close != std::string::npos && msg.starts_with("[json.exception."))
+    msg.erase(0, close + 2);
+  // "...; last read: '<bytes>'" or "...; last read: '<bytes>'; expected ...".
+  const std::string quoted = "; last read: '";
+  if (const auto from = msg.find(quoted); from != std::string::npos) {
+    const auto expected = msg.rfind("'; expected ");
+    msg.erase(from, expected != std::string::npos && expected >= from + quoted.size() ? expected + 1 - from
+                                                                                        : std::string::npos);
+  }
+  return msg;
 }
 
-// Keys seen in each open object, innermost last. Objects hold a handful of
-// keys, so a linear scan beats a set until one grows large.
-class KeyStack {
- public:
-  void open() { frames_.emplace_back(); }
-  void close() {
-    if (!frames_.empty()) frames_.pop_back();
-  }
-  bool add(const std::string& key) {  // false when the innermost object already has it
-    if (frames_.empty()) return true;
-    auto& keys = frames_.back();
-    if (std::find(keys.begin(), keys.end(), key) != keys.end()) return false;
-    keys.push_back(key);
-    return true;
-  }
-
- private:
-  std::vector<std::vector<std::string>> frames_;
-};
-
-struct Rejected {
-  std::string what;
-};
-
-}  // namespace
+void refuse_nul_bytes(std::string_view text, const std::string& name, int64_t offset) {
+  // nlohmann's lexer reads a NUL byte as the end of the input, so whatever
+  // follows one would be ignored; JSON text never holds one (in a string it
+  // must be written \u0000).
+  if (const void* nul = std::memchr(text.data(), '\0', text.size()))
+    throw JsonTextError(fmt::format("{}: a NUL byte at byte offset {} (JSON text never holds one)", name,
+                                    offset + (static_cast<const char*>(nul) - text.data())));
+}
 
 nlohmann::json parse_json_checked(std::string_view text, const std::string& name) {
-  KeyStack keys;
-  using event = nlohmann::json::parse_event_t;
-  auto check = [&](int depth, event e, nlohmann::json& parsed) {
-    switch (e) {
-      case event::object_start:
-        if (depth >= kMaxJsonDepth) throw Rejected{fmt::format("nested deeper than {} levels", kMaxJsonDepth)};
-        keys.open();
-        break;
-      case event::array_start:
-        if (depth >= kMaxJsonDepth) throw Rejected{fmt::format("nested deeper than {} levels", kMaxJsonDepth)};
-        break;
-      case event::object_end: keys.close(); break;
-      case event::key: {
-        const auto& k = parsed.get_ref<const std::string&>();
-        if (!keys.add(k)) throw Rejected{fmt::format("key \"{}\" appears twice in one object", k)};
-        break;
-      }
-      default: break;
-    }
-    return true;
-  };
-  try {
-    return nlohmann::json::parse(text.begin(), text.end(), check);
-  } catch (const Rejected& r) {
-    throw JsonTextError(fmt::format("{}: {}", name, r.what));
-  } catch (const nlohmann::json::parse_error& e) {
-    throw JsonTextError(fmt::format("{}: not valid JSON ({})", name, reason(e)));
-  } catch (const nlohmann::json::out_of_range& e) {  // 406: a number no double holds
-    throw JsonTextError(fmt::format("{}: a number is out of range ({})", name, reason(e)));
-  }
+  refuse_nul_bytes(text, name);
+  JsonDomBuilder<nlohmann::json> builder(name);
+  nlohmann::json::sax_parse(text.begin(), text.end(), &builder, nlohmann::json::input_format_t::json, true);
+  return builder.take();
 }
 
 }  // namespace rm::traces

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "traces/json_text.hpp"
 #include "traces/trace_error.hpp"
 
 namespace rm::traces::kineto_raw {
@@ -24,6 +25,11 @@ bool InputBuf::refill() {
   if (!started_) start();
   const size_t n = gzip_ ? inflate_some() : plain_some();
   if (n == 0) return false;
+  try {  // nlohmann's lexer would take a NUL byte for the end of the text
+    refuse_nul_bytes(std::string_view(cur_, n), name_, total_);
+  } catch (const JsonTextError& e) {
+    throw TraceError(e.what());
+  }
   total_ += int64_t(n);
   if (total_ > limit_)
     throw TraceError(fmt::format("{}: {} more than the {} limit for this input", name_,

@@ -3,8 +3,11 @@
 // traces/kineto_fields.hpp for each entry and handing it on. No DOM is built,
 // so memory follows the events kept, not the file: a trace of hundreds of MB
 // reads in one pass.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
-#include <filesystem>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <unordered_map>
@@ -181,10 +184,7 @@ class Handler {
     return true;
   }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
-    std::string msg = e.what();
-    const auto close = msg.find("] ");
-    if (close != std::string::npos) msg = msg.substr(close + 2);
-    throw TraceError(fmt::format("{}: not valid JSON at byte {} ({})", out_.name, position, msg));
+    throw TraceError(fmt::format("{}: not valid JSON at byte {} ({})", out_.name, position, json_error_reason(e.what())));
   }
 
   void finish() {
@@ -289,10 +289,13 @@ RawFile parse(InputBuf& buf, const std::string& name) {
 }  // namespace
 
 RawFile read_raw_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw TraceError(fmt::format("{}: is a directory, expected a file", path));
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw TraceError(fmt::format("{}: cannot open file ({})", path, std::strerror(errno)));
+  const int fd = open_input_file(path);  // a regular file only: a FIFO would block, a device never end
+  std::unique_ptr<FILE, int (*)(FILE*)> f(::fdopen(fd, "rb"), &std::fclose);
+  if (!f) {
+    const int err = errno;
+    ::close(fd);
+    throw TraceError(fmt::format("{}: cannot open file ({})", path, std::strerror(err)));
+  }
   InputBuf buf(f.get(), {}, path, kMaxInputBytes);
   return parse(buf, path);
 }

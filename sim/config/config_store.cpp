@@ -21,6 +21,20 @@ ConfigStore::ConfigStore(std::vector<std::string> search_dirs) : dirs_(std::move
   }
 }
 
+namespace {
+
+// A file's faults are said after what asked for it ("exp.json: $.cluster: /etc/passwd: not valid JSON (...)"):
+// the field that named the file is what the user must fix.
+LoadedConfig read_named_file(const fs::path& p, const std::string& asked_by) {
+  try {
+    return {read_json_file(p.string()), p.string(), p.parent_path().string()};
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: {}", asked_by, e.what()));
+  }
+}
+
+}  // namespace
+
 LoadedConfig ConfigStore::load(const std::string& kind, const std::string& name, const std::string& asked_by,
                                const std::string& relative_to) const {
   const bool is_path = name.find('/') != std::string::npos || name.ends_with(".json") || name.ends_with(".json.gz");
@@ -31,12 +45,12 @@ LoadedConfig ConfigStore::load(const std::string& kind, const std::string& name,
     if (!fs::exists(p, ec))
       throw ConfigError(fmt::format("{}: {} file \"{}\" {}", asked_by, kind, p.string(),
                                     ec ? "cannot be looked up (" + ec.message() + ")" : "not found"));
-    return {read_json_file(p.string()), p.string(), p.parent_path().string()};
+    return read_named_file(p, asked_by);
   }
   for (const auto& d : dirs_) {
     fs::path p = fs::path(d) / kind / (name + ".json");
     std::error_code ec;
-    if (fs::exists(p, ec)) return {read_json_file(p.string()), p.string(), p.parent_path().string()};
+    if (fs::exists(p, ec)) return read_named_file(p, asked_by);
   }
   const std::string rel = kind + "/" + name + ".json";
   for (const auto& e : embedded_configs()) {

@@ -53,7 +53,7 @@ TEST(UntrustedConfigs, SetValuesObeyTheJsonLimits) {
   EXPECT_THAT(config_error_of([] { load_experiment(ConfigStore{}, "", {"workload.seed.see\x93=1"}); }),
               HasSubstr("the path is not valid UTF-8"));
   EXPECT_THAT(config_error_of([] { load_experiment(ConfigStore{}, "", {"cluster=/dev/zero"}); }),
-              HasSubstr("/dev/zero: larger than the 256 MiB limit"));
+              HasSubstr("$.cluster: /dev/zero: is a character device, expected a regular file"));
   EXPECT_THAT(config_error_of([] { load_experiment(ConfigStore{}, "", {"cluster=/tmp"}); }),
               HasSubstr("/tmp: is a directory"));
 }

@@ -156,7 +156,7 @@ TEST(CliDiff, BadInputIsOneLineAndExitTwo) {
     std::string args, says;
   } cases[] = {
       {"diff " + r.a + " " + (r.dir / "missing.json").string(), "missing.json"},
-      {"diff " + r.a + " " + not_json, "not JSON"},
+      {"diff " + r.a + " " + not_json, "not valid JSON"},
       {"diff " + r.b + " " + r.a, "not a `ringmaster simulate --json` output (no key \"step_time_s\")"},
       {"diff " + r.a, "b is required"},
   };

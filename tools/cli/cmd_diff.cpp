@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/config/json_reader.hpp"
+#include "traces/json_text.hpp"
 #include "traces/text_file.hpp"
 #include "traces/text_write.hpp"
 #include "tools/cli/cli_common.hpp"
@@ -31,14 +32,15 @@ struct Options {
 };
 
 json read_simulate_json(const std::string& path) {
-  std::string text;
+  // Through the checked reader, as every input: depth (10^5 brackets once
+  // crashed diff), repeated keys (a second step_time_s was taken silently),
+  // NUL bytes, the file rules (regular files only, the size limit).
+  json j;
   try {
-    text = traces::read_text_file(path);
-  } catch (const std::exception& e) {
-    throw ConfigError(e.what());  // names the file
+    j = traces::parse_json_checked(traces::read_text_file(path), path);
+  } catch (const std::exception& e) {  // TraceError, JsonTextError: one line naming the file
+    throw ConfigError(fmt::format("{} (expected the output of `ringmaster simulate --json`)", e.what()));
   }
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) throw ConfigError(fmt::format("{}: not JSON (expected the output of `ringmaster simulate --json`)", path));
   for (const char* k : {"step_time_s", "experiment", "breakdown", "critical_path"})
     if (!j.is_object() || !j.contains(k))
       throw ConfigError(fmt::format("{}: not a `ringmaster simulate --json` output (no key \"{}\")", path, k));
@@ -166,7 +168,8 @@ std::string rows_text(const std::string& title, const std::vector<Row>& rows, si
 }
 
 std::string verdict_of(const json& j) {
-  if (j.contains("bound_by") && j["bound_by"].is_object() && j["bound_by"].contains("verdict"))
+  if (j.contains("bound_by") && j["bound_by"].is_object() && j["bound_by"].contains("verdict") &&
+      j["bound_by"]["verdict"].is_string())
     return j["bound_by"]["verdict"].get<std::string>();
   return "(not in this file)";
 }
