@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <tuple>
 
@@ -371,6 +372,42 @@ TEST_F(RuntimeRun, RefusesAnIndexBuiltOnStripedKeys) {
   const std::string s = schedule("dynamic_once", "--set workload.pattern=tiny-dynamic-vs --set kernel.attention=block_sparse "
                                                  "--set workload.seq_len=4096 --set parallel.partition=stripe");
   expect_refused(run(2, "--schedule '" + s + "'"), "not one contiguous run");
+}
+
+// The carried experiment sizes everything a rank allocates: the runtime runs the
+// checks `simulate --schedule` runs (schedule::check_carried_experiment) before any
+// rank starts, so an edited one is refused at once, naming the file and the field
+// (before, seq_len 2^32+4096 ran into std::bad_alloc after up to 71 s, and 2^31
+// into a tile error after ops had run).
+TEST_F(RuntimeRun, RefusesACarriedExperimentThatDoesNotDescribeItsOps) {
+  const std::string s = schedule("carried", "");
+  const nlohmann::json base = load(s);
+  auto edited = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = base;
+    edit(j);
+    const std::string path = dir() + "/" + name + ".json";
+    std::ofstream(path) << j.dump();
+    return path;
+  };
+  for (const int64_t seq_len : {(int64_t(1) << 32) + 4096, int64_t(1) << 31}) {
+    const std::string path = edited("seq" + std::to_string(seq_len), [&](nlohmann::json& j) {
+      j["experiment"]["workload"]["seq_len"] = seq_len;
+    });
+    const Shell r = run(2, "--schedule '" + path + "' --check");
+    expect_refused(r, path + ": the Schedule's token sets cover tokens 0..2047, but its experiment's $.workload.seq_len is " +
+                          std::to_string(seq_len));
+    EXPECT_LT(r.seconds, 30) << seq_len;
+  }
+  expect_refused(run(2, "--schedule '" + edited("gpu", [](nlohmann::json& j) { j["ranks"][1]["gpu"] = 9; }) + "'"),
+                 "ranks[1].gpu: GPU 9 is outside cluster cpu-test (GPUs 0..3)");
+  expect_refused(run(2, "--schedule '" + edited("two-on-one", [](nlohmann::json& j) { j["ranks"][1]["gpu"] = j["ranks"][0]["gpu"]; }) + "'"),
+                 "already holds rank 0 (expected one rank per GPU)");
+  expect_refused(run(2, "--schedule '" + edited("world", [](nlohmann::json& j) { j["experiment"]["parallel"]["dp"] = 2; }) + "'"),
+                 "the Schedule has 2 ranks, its experiment dp*tp*hp*cp = 2*1*1*2 = 4");
+  expect_refused(run(2, "--schedule '" + edited("pattern", [](nlohmann::json& j) {
+                   j["experiment"]["workload"]["pattern"] = "no-such-pattern";
+                 }) + "'"),
+                 "no-such-pattern");
 }
 
 TEST_F(RuntimeRun, RefusesABadFaultSpec) {
