@@ -56,10 +56,10 @@ void check_index_layout(const Experiment& e) {
   if (!dynamic_patterns(e) || cp <= 2 || StepContext::shuffle_of(e.parallel) != StepContext::Shuffle::zigzag) return;
   throw ConfigError(fmt::format(
       "{}: $.parallel.partition: zigzag with the per-call shuffle and a dynamic pattern cannot be executed at cp = {}: "
-      "the shuffle swaps halves within the pairs (c, cp-1-c), which from the contiguous layout the index is built on "
-      "gives rank c chunks 2c and 2cp-1-2c, not zigzag's c and 2cp-1-c; export with cp = 2, or partition = stripe or "
-      "contiguous",
-      e.source, cp));
+      "the shuffle swaps halves within the pairs (c, cp-1-c), so from the contiguous layout the index is built on it "
+      "gives rank 1 chunks 2 and {} of {}, where the zigzag partition puts chunks 1 and {}; export with cp = 2, or "
+      "partition = stripe or contiguous",
+      e.source, cp, 2 * cp - 3, 2 * cp, 2 * cp - 2));
 }
 
 void emit_index_building(StepContext& ctx, int d, int h, int t, schedule::Phase phase, int layer, RankDeps& ready) {

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -132,6 +133,11 @@ const Kind kKinds[] = {
                                "--set parallel.shuffle=per_call"},
     {"dynamic_top_p_batch2", "contiguous-ring", "--set workload.pattern=tiny-topp-vs --set kernel.attention=block_sparse "
                              "--set workload.seq_len=4096 --set workload.batch=2 --set parallel.partition=contiguous"},
+    // The zigzag per-call shuffle (pairs c, cp-1-c) at cp = 2, where it yields the
+    // zigzag chunks from the contiguous layout the index is built on (issue 41; at
+    // cp > 2 the export is refused: TheExportRefusesAZigzagShuffleTheIndexCannotPrecede).
+    {"dynamic_top_p_zigzag_per_call", "zigzag-ring", "--set workload.pattern=tiny-topp-vs --set kernel.attention=block_sparse "
+                                      "--set workload.seq_len=4096 --set parallel.shuffle=per_call"},
 };
 
 class AttentionKinds : public RuntimeRun, public ::testing::WithParamInterface<Kind> {};
@@ -408,6 +414,30 @@ TEST_F(RuntimeRun, RefusesACarriedExperimentThatDoesNotDescribeItsOps) {
                    j["experiment"]["workload"]["pattern"] = "no-such-pattern";
                  }) + "'"),
                  "no-such-pattern");
+}
+
+// Issue 41: `ringmaster schedule --set model=llama3-8b --set workload.seq_len=4k
+// --set scope=attention_fwd --set parallel.cp=4 --set parallel.partition=zigzag`
+// (the default top-p pattern, per-call shuffle) made a Schedule every rank refused
+// at its index building ("its keys (kv.seq) are not one contiguous run"): a swap
+// within the pairs (c, cp-1-c) cannot turn contiguous shards into zigzag's chunks
+// at cp > 2, so no contiguous layout precedes the shuffle. The exporters refuse it,
+// naming the key; simulations of it are unchanged (tests/tools/golden_predictions.json).
+TEST_F(RuntimeRun, TheExportRefusesAZigzagShuffleTheIndexCannotPrecede) {
+  const std::string path = dir() + "/zigzag4.json";
+  const Shell r = sh("cd '" + dir() + "' && '" RINGMASTER_BIN "' schedule tiny.json --set workload.pattern=tiny-topp-vs "
+                     "--set kernel.attention=block_sparse --set workload.seq_len=4096 --set parallel.shuffle=per_call "
+                     "--set parallel.cp=4 -o '" + path + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("tiny.json: $.parallel.partition: zigzag with the per-call shuffle and a dynamic pattern "
+                               "cannot be executed at cp = 4"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path));
+  // The same experiment still simulates (its costs do not depend on the layout).
+  const Shell sim = sh("cd '" + dir() + "' && '" RINGMASTER_BIN "' simulate tiny.json --set workload.pattern=tiny-topp-vs "
+                       "--set kernel.attention=block_sparse --set workload.seq_len=4096 --set parallel.shuffle=per_call "
+                       "--set parallel.cp=4 --json");
+  EXPECT_EQ(sim.exit_code, 0) << sim.err;
 }
 
 TEST_F(RuntimeRun, RefusesABadFaultSpec) {
