@@ -363,8 +363,30 @@ TEST_F(RuntimeRun, RefusesAnotherScheduleVersion) {
 }
 
 TEST_F(RuntimeRun, RefusesBuffersThatDoNotFit) {
-  const std::string s = schedule("mem", "");
-  expect_refused(run(2, "--schedule '" + s + "' --max-memory 0.001"), "GB for its buffers");
+  // 1.4 GB of buffers per rank; the Schedule itself (~0.1 GB) fits in 0.2.
+  const std::string s = schedule("mem", "--set workload.seq_len=256k");
+  expect_refused(run(2, "--schedule '" + s + "' --max-memory 0.2"), "rank 0 needs 1.41 GB for its buffers; --max-memory allows 0.20 GB");
+}
+
+// Issue 41: every rank holds the whole Schedule; the file's op count is checked
+// against what a rank may use before its ops are allocated (the estimate of
+// `simulate --schedule`, schedule::estimate_schedule_footprint).
+TEST_F(RuntimeRun, RefusesAScheduleTooLargeToHoldBeforeAllocatingItsOps) {
+  const std::string s = schedule("hold", "");
+  expect_refused(run(2, "--schedule '" + s + "' --max-memory 0.05"),
+                 s + ": this Schedule needs ~0.10 GB on every rank to hold its 28 ops; --max-memory allows 0.05 GB");
+}
+
+// Issue 41: a Q buffer of another shape than its attention's tokens x heads was
+// refused by Layouts without the file, hinting at all-to-alls; validate() names both.
+TEST_F(RuntimeRun, RefusesABufferShapeItsAttentionDoesNotHold) {
+  nlohmann::json j = load(schedule("shape", ""));
+  j["buffers"]["shape"][0] = {1, 1 << 20, 1 << 20, 64};
+  const std::string path = dir() + "/shape.json";
+  std::ofstream(path) << j.dump();
+  expect_refused(run(2, "--schedule '" + path + "'"),
+                 path + ": op 4 (rank 0 stream 'compute', attn_fwd forward layer 0 step 0): buffer 0 'q' has shape "
+                        "[1, 1048576, 1048576, 64], 70368744177664 elements; as its q it holds batch 1 x 1024 query tokens");
 }
 
 TEST_F(RuntimeRun, RefusesCheckOnAScopeItCannotCompare) {
