@@ -1,8 +1,8 @@
 #include "sim/compare/compare.hpp"
 
 #include <algorithm>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <set>
 #include <unordered_map>
 #include <utility>
