@@ -1,6 +1,7 @@
 #include "sim/schedule/validate.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <utility>
@@ -10,8 +11,8 @@
 #include "sim/config/json_reader.hpp"
 #include "sim/schedule/comm_matching.hpp"
 #include "sim/schedule/deadlock.hpp"
-#include "sim/schedule/schedule_read_parts.hpp"
 #include "sim/schedule/schedule_error.hpp"
+#include "sim/schedule/schedule_read_parts.hpp"
 #include "sim/schedule/topo_order.hpp"
 
 namespace rm::schedule {
@@ -331,8 +332,9 @@ class Checker {
         std::string shape;
         for (int64_t d : buf.shape) shape += fmt::format("{}{}", shape.empty() ? "" : ", ", d);
         add(ProblemKind::bad_data, op.id,
-            fmt::format("buffer {} '{}' has shape [{}], {} elements; as its {} it holds {} = {}", b, buf.name, shape,
-                        buf.elements(), to_string(buf.role), why, need < 0 ? std::string("more than 2^50") : std::to_string(need)));
+            fmt::format("buffer {} '{}' has shape [{}], {} elements, but as its {} it needs {} = {}", b, buf.name, shape,
+                        buf.elements(), to_string(buf.role), why,
+                        need < 0 ? std::string("more than 2^50") : std::to_string(need)));
       }
   }
 

@@ -125,7 +125,7 @@ TEST(UntrustedSchedule, AnAttentionBufferOfAnotherElementCountIsRefused) {
       EXPECT_THAT(e, HasSubstr("s.json: op ")) << role;
       EXPECT_THAT(e, HasSubstr(fmt::format("buffer {} '{}' has shape [", b, base["buffers"]["name"][b].get<std::string>())))
           << e;
-      EXPECT_THAT(e, HasSubstr(fmt::format("; as its {} it holds batch 1 x ", role))) << e;
+      EXPECT_THAT(e, HasSubstr(fmt::format(", but as its {} it needs batch 1 x ", role))) << e;
     }
   }
 }

@@ -386,7 +386,7 @@ TEST_F(RuntimeRun, RefusesABufferShapeItsAttentionDoesNotHold) {
   std::ofstream(path) << j.dump();
   expect_refused(run(2, "--schedule '" + path + "'"),
                  path + ": op 4 (rank 0 stream 'compute', attn_fwd forward layer 0 step 0): buffer 0 'q' has shape "
-                        "[1, 1048576, 1048576, 64], 70368744177664 elements; as its q it holds batch 1 x 1024 query tokens");
+                        "[1, 1048576, 1048576, 64], 70368744177664 elements, but as its q it needs batch 1 x 1024 query tokens");
 }
 
 TEST_F(RuntimeRun, RefusesCheckOnAScopeItCannotCompare) {
