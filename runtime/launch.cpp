@@ -36,8 +36,10 @@
 #include "runtime/world.hpp"
 #include "sim/config/config_store.hpp"
 #include "sim/config/experiment.hpp"
+#include "sim/schedule/carried_experiment.hpp"
 #include "sim/schedule/run_driver.hpp"
 #include "sim/schedule/schedule_file.hpp"
+#include "sim/schedule/schedule_footprint.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/text_write.hpp"
 
@@ -196,11 +198,26 @@ void prepare(const LaunchOptions& o, const World& world, Prepared& p) {
     if (const std::string problem = traces::output_path_problem(o.trace); !problem.empty())
       throw ConfigError("--trace " + problem);
   if (o.emulate_ranks > 0 && o.backend != "cuda") throw ConfigError("--emulate-ranks needs --backend cuda");
-  p.s = schedule::read_schedule(o.schedule);
+  const int64_t have = o.max_memory_GB > 0 ? int64_t(o.max_memory_GB * 1e9) : available_bytes(world.local_size());
+  const std::string allowed = o.max_memory_GB > 0 ? "--max-memory allows"
+                                                  : fmt::format("this machine has available per rank ({} ranks on it):",
+                                                                world.local_size());
+  // Every rank holds the whole Schedule: the file's op count is checked against
+  // what one may use before its ops are allocated (as `simulate --schedule` does).
+  p.s = schedule::read_schedule(o.schedule, [&](int64_t ops, int64_t ranks) {
+    const schedule::Footprint f = schedule::estimate_schedule_footprint(ops, ranks);
+    if (f.bytes > have)
+      throw ConfigError(fmt::format("{}: this Schedule needs ~{:.2f} GB on every rank to hold its {} ops; {} {:.2f} GB",
+                                    o.schedule, gb(f.bytes), ops, allowed, gb(have)));
+  });
   if (o.emulate_ranks == 0 && int(p.s.ranks.size()) != world.size())
     throw ConfigError(fmt::format("{}: the Schedule has {} ranks but {} processes were started (mpirun -np {})", o.schedule,
                                   p.s.ranks.size(), world.size(), p.s.ranks.size()));
   p.e = parse_experiment(p.s.experiment, o.schedule + " (its experiment)", "", ConfigStore{});
+  // Every size below is read from the carried experiment: it must describe these
+  // ops (as `simulate --schedule` checks) before anything is sized by it.
+  schedule::check_carried_experiment(p.s, p.e, o.schedule);
+  (void)pattern_model(p.e);  // the pattern builds (simulate --schedule builds it too)
   p.plan = std::make_unique<schedule::RunPlan>(p.s);
   p.instances = std::make_unique<BufferInstances>(p.s);
   p.layouts = std::make_unique<Layouts>(p.s, p.plan->match, p.e.workload.batch, p.e.model.head_dim);
@@ -211,14 +228,9 @@ void prepare(const LaunchOptions& o, const World& world, Prepared& p) {
   }
 #endif
   const int64_t need = memory_needed(p.s, world.rank(), p.instances->layers());
-  const int64_t have = o.max_memory_GB > 0 ? int64_t(o.max_memory_GB * 1e9) : available_bytes(world.local_size());
   if (need > have)
-    throw ConfigError(fmt::format("{}: rank {} needs {:.2f} GB for its buffers; {} {:.2f} GB",
-                                  o.schedule, world.rank(), gb(need),
-                                  o.max_memory_GB > 0 ? "--max-memory allows"
-                                                      : fmt::format("this machine has available per rank ({} ranks on it):",
-                                                                    world.local_size()),
-                                  gb(have)));
+    throw ConfigError(fmt::format("{}: rank {} needs {:.2f} GB for its buffers; {} {:.2f} GB", o.schedule, world.rank(),
+                                  gb(need), allowed, gb(have)));
   p.store = std::make_unique<TensorStore>(p.s, world.rank(), p.instances->layers());
   p.compute = std::make_unique<CpuCompute>(p.s, p.e, *p.instances, *p.store);
   p.index = std::make_unique<IndexBuilding>(p.s, p.e, *p.layouts, p.plan->match, *p.instances, *p.store);

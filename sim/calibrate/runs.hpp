@@ -28,9 +28,10 @@ struct Run {
 Run load_run(const std::string& schedule_path, const std::string& measured_path, const ConfigStore& store);
 
 // Throws ConfigError naming r.name when the Timeline's metadata.schedule_hash
-// is missing or differs from the Schedule's hash, or when an op of the
-// Schedule has no event, several, or one on another rank, or an event names
-// an op the Schedule lacks.
+// is missing, when compare::check_against_schedule refuses the pair (an event
+// on an op the Schedule lacks, on another rank or kind, two events on one op,
+// an edge naming an op it lacks), or when an op has no event or one with
+// times that are not finite.
 void check_run(const Run& r);
 
 // The pairs in a folder: every NAME.schedule.json[.gz] with its

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -232,6 +233,8 @@ void check_against_schedule(const schedule::Schedule& s, const std::string& sche
   if (measured.ranks() != ranks)
     throw ConfigError(fmt::format("{}: ranks {}, but {} has ranks {}: not the same job", measured_name,
                                   rank_list(measured.ranks()), schedule_name, rank_list(ranks)));
+  constexpr size_t kNone = SIZE_MAX;
+  std::vector<size_t> event_of(s.ops.size(), kNone);  // the event that carries each op
   for (size_t i = 0; i < measured.events.size(); ++i) {
     const Event& e = measured.events[i];
     if (e.op < 0) continue;
@@ -242,6 +245,22 @@ void check_against_schedule(const schedule::Schedule& s, const std::string& sche
     if (op.rank != e.rank || schedule::to_string(op.kind) != e.category)
       throw ConfigError(fmt::format("{}: event {} is op {} on rank {} ({}), but {} has {}", measured_name, i, e.op,
                                     e.rank, e.category, schedule_name, schedule::describe(s, e.op)));
+    // A run executes each op once per iteration and keeps one figure per op: a
+    // second event would be joined, counted and fitted as if it were another op.
+    size_t& first = event_of[static_cast<size_t>(e.op)];
+    if (first != kNone)
+      throw ConfigError(fmt::format("{}: events {} and {} both carry op {} (expected one event per op: {})",
+                                    measured_name, first, i, e.op, schedule::describe(s, e.op)));
+    first = i;
+  }
+  // The critical path walks the edges by op id: one naming an op the Schedule lacks
+  // is another run's (and would otherwise be dropped without a word).
+  for (size_t i = 0; i < measured.edges.size(); ++i) {
+    const traces::Edge& d = measured.edges[i];
+    for (const int64_t id : {d.from, d.to})
+      if (id < 0 || static_cast<size_t>(id) >= s.ops.size())
+        throw ConfigError(fmt::format("{}: otherData.edges[{}] names op {}, but {} has ops 0..{}", measured_name, i, id,
+                                      schedule_name, static_cast<int64_t>(s.ops.size()) - 1));
   }
 }
 

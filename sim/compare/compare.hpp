@@ -112,7 +112,9 @@ Comparison compare(const traces::Timeline& predicted, const traces::Timeline& me
 
 // Throws ConfigError naming `measured_name` unless `measured` ran Schedule s:
 // its metadata.schedule_hash (when present) equals schedule_hash(s), its rank
-// set is s's, and every event with an op id names an op of s on that op's rank.
+// set is s's, every event with an op id names an op of s on that op's rank and
+// of its kind, no op is on two events, and every edge names ops of s. The one
+// owner of these checks: calibrate's check_run runs them too.
 void check_against_schedule(const schedule::Schedule& s, const std::string& schedule_name,
                             const traces::Timeline& measured, const std::string& measured_name);
 

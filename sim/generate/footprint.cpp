@@ -123,12 +123,13 @@ struct Counter {
 // Per-op and per-rank bytes of a run at its peak, upper bounds calibrated on
 // peak RSS (docs/generators.md, "Memory estimate"): measured 247 bytes per op
 // for `schedule` and 591 for `simulate` (the slope of peak RSS from 0.59M to
-// 2.37M ops), here with ~30% to spare; a simulation holds the Schedule, the
-// engine's per-op state, the Timeline's events and the report's per-op data.
+// 2.37M ops), here with ~30% to spare. A simulation's per-op and per-rank bytes
+// and the base are schedule_footprint.hpp's (one owner: a Schedule file is
+// checked against them too).
 constexpr int64_t kScheduleBytesPerOp = 320;
-constexpr int64_t kSimulateBytesPerOp = 800;
-constexpr int64_t kBytesPerRank = 64 << 10;   // streams, groups, buffers, ready lists
-constexpr int64_t kBaseBytes = 96ll << 20;    // the binary, configs, patterns, allocator slack (49 MB measured)
+using schedule::kBaseBytes;
+using schedule::kBytesPerRank;
+using schedule::kSimulateBytesPerOp;
 // The Topology is ~1 KB per GPU (3.7 MB at 4,096 GPUs, docs/topology.md) and keeps
 // a route only for each GPU pair asked for (~92 bytes, plus the analytic engine's
 // copy of the pair): at most one pair per op, and never more than every pair.
@@ -244,10 +245,6 @@ Footprint estimate_stream_footprint(const Experiment& e, bool one_replica) {
     f.bytes += spanning_transfers(e) / std::max<int64_t>(calls, 1) * 4 * kTransferBytes;
   }
   return f;
-}
-
-Footprint estimate_schedule_footprint(int64_t ops, int64_t ranks) {
-  return {ops, kBaseBytes + ops * kSimulateBytesPerOp + ranks * kBytesPerRank};
 }
 
 Footprint estimate_imbalance_footprint(const Experiment& e, int partitions) {

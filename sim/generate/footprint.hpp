@@ -10,6 +10,7 @@
 #include <string>
 
 #include "sim/config/experiment.hpp"
+#include "sim/schedule/schedule_footprint.hpp"
 
 namespace rm::generate {
 
@@ -38,10 +39,7 @@ enum class RunKind {
   schedule,  // generate (and write) a Schedule
   simulate,  // generate, run an engine, build the Timeline and the report
 };
-struct Footprint {
-  int64_t ops = 0;
-  int64_t bytes = 0;  // upper bound of the peak resident memory
-};
+using schedule::Footprint;  // schedule_footprint.hpp: a Schedule file's estimate lives with the Schedule
 // one_replica: the shortcut's run (count_replica_ops, its ranks only).
 Footprint estimate_footprint(const Experiment& e, RunKind kind, bool one_replica = false);
 // A streamed run of e (simulate --stream): what it holds at its peak, the ops of
@@ -54,7 +52,7 @@ inline constexpr int64_t kStreamQueueOps = 1 << 15;
 // `simulate --schedule FILE`: the Schedule the file declares (its op_count and
 // ranks, known before its ops are allocated), held and simulated, at the
 // same bytes per op and per rank as a generated run.
-Footprint estimate_schedule_footprint(int64_t ops, int64_t ranks);
+using schedule::estimate_schedule_footprint;
 // `ringmaster imbalance` builds no Schedule (ops = 0) but counts every layer's
 // pair costs for each of `partitions` partitions: what it holds is those tables.
 Footprint estimate_imbalance_footprint(const Experiment& e, int partitions);

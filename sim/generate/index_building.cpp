@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "sim/config/json_reader.hpp"
 #include "sim/generate/attention.hpp"
+#include "sim/generate/footprint.hpp"
 #include "sim/generate/layer_costs.hpp"
 
 namespace rm::generate {
@@ -47,6 +49,17 @@ IndexSizes index_sizes(const Experiment& e) {
   s.verticals = padded(budget(p, "max_vertical", "vertical", kIndexMaxVerticals));
   s.slashes = padded(budget(p, "max_slash", "slash", kIndexMaxSlashes));
   return s;
+}
+
+void check_index_layout(const Experiment& e) {
+  const int cp = e.parallel.cp;
+  if (!dynamic_patterns(e) || cp <= 2 || StepContext::shuffle_of(e.parallel) != StepContext::Shuffle::zigzag) return;
+  throw ConfigError(fmt::format(
+      "{}: $.parallel.partition: zigzag with the per-call shuffle and a dynamic pattern cannot be executed at cp = {}: "
+      "the shuffle swaps halves within the pairs (c, cp-1-c), so from the contiguous layout the index is built on it "
+      "gives rank 1 chunks 2 and {} of {}, where the zigzag partition puts chunks 1 and {}; export with cp = 2, or "
+      "partition = stripe or contiguous",
+      e.source, cp, 2 * cp - 3, 2 * cp, 2 * cp - 2));
 }
 
 void emit_index_building(StepContext& ctx, int d, int h, int t, schedule::Phase phase, int layer, RankDeps& ready) {

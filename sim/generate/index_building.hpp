@@ -29,6 +29,18 @@ struct IndexSizes {
 };
 IndexSizes index_sizes(const Experiment& e);
 
+// An executable Schedule builds each index on the contiguous layout before the
+// per-call shuffle, as MTraining does. The zigzag shuffle swaps halves within the
+// pairs (c, cp-1-c) (MTraining's shuffle_zigzag_input): from contiguous shards it
+// hands rank c < cp/2 chunks 2c and 2cp-1-2c (MTraining's own pairing), not the
+// zigzag partition's chunks c and 2cp-1-c; the two agree only at cp = 2. With a
+// dynamic pattern, a per-call zigzag shuffle and cp > 2, no contiguous layout
+// precedes the shuffle, so no runtime can build that index: throws ConfigError
+// naming $.parallel.partition. The commands that write a Schedule for the
+// runtime (`schedule`, `plan --export`) run it; the costs do not depend on the
+// layout, so simulations of the experiment and their predictions stand.
+void check_index_layout(const Experiment& e);
+
 // The index building of one context group (d, h) for `layer` in `phase`
 // (forward or recompute); ready[r] in/out as everywhere.
 void emit_index_building(StepContext& ctx, int d, int h, int t, schedule::Phase phase, int layer, RankDeps& ready);

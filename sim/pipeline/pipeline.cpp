@@ -20,6 +20,7 @@
 #include "sim/generate/generate.hpp"
 #include "sim/pipeline/chunk_queue.hpp"
 #include "sim/report/stream_report.hpp"
+#include "sim/schedule/carried_experiment.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "sim/topology/topology.hpp"
 
@@ -55,39 +56,9 @@ sparsity::SparsityModel build_patterns(const Experiment& e) {
   return m;
 }
 
-void check_schedule_fits(const schedule::Schedule& s, const Experiment& e, const std::string& path) {
-  const int gpus = e.cluster.gpus();
-  std::vector<int> rank_on_gpu(size_t(gpus), -1);
-  for (const auto& r : s.ranks) {
-    if (r.gpu < 0 || r.gpu >= gpus)
-      throw ConfigError(fmt::format("{}: ranks[{}].gpu: GPU {} is outside cluster {} (GPUs 0..{})", path, r.id, r.gpu,
-                                    e.cluster.name, gpus - 1));
-    int& other = rank_on_gpu[size_t(r.gpu)];
-    if (other >= 0)
-      throw ConfigError(fmt::format("{}: ranks[{}].gpu: GPU {} already holds rank {} (expected one rank per GPU)", path,
-                                    r.id, r.gpu, other));
-    other = r.id;
-  }
-  if (int64_t(s.ranks.size()) != e.parallel.world())
-    throw ConfigError(fmt::format("{}: the Schedule has {} ranks, its experiment dp*tp*hp*cp = {}*{}*{}*{} = {}", path,
-                                  s.ranks.size(), e.parallel.dp, e.parallel.tp, e.parallel.hp, e.parallel.cp,
-                                  e.parallel.world()));
-}
-
 void check_schedule_experiment(const schedule::Schedule& s, const Experiment& e, const std::string& path) {
-  check_schedule_fits(s, e, path);
+  schedule::check_carried_experiment(s, e, path);
   (void)build_patterns(e);  // the pattern must be one this build can run (simulate on an experiment builds it too)
-  // The token sets partition the experiment's sequence: validate() refuses one
-  // beyond seq_len; one that ends short means seq_len was not these ops' (and
-  // tokens/s, read from seq_len, would be off by the ratio).
-  if (!s.token_sets.empty()) {
-    int64_t end = 0;
-    for (const auto& t : s.token_sets) end = std::max(end, t.end());
-    if (end != e.workload.seq_len)
-      throw ConfigError(fmt::format("{}: the Schedule's token sets cover tokens 0..{}, but its experiment's "
-                                    "$.workload.seq_len is {}: the carried experiment does not describe these ops",
-                                    path, end - 1, e.workload.seq_len));
-  }
   // Our generator, for this experiment, emits exactly count_step_ops(e) ops; a
   // Schedule that says it came from it and holds another number was not made
   // from this experiment (or was edited without it).

@@ -48,11 +48,9 @@ struct LoadedSchedule {
   Experiment experiment;
 };
 LoadedSchedule load_schedule_file(const std::string& path, const ConfigStore& store);
-// Throws ConfigError naming the file and rank unless every rank is on its own GPU
-// of the experiment's cluster and there are dp*tp*hp*cp ranks (load_schedule_file runs it).
-void check_schedule_fits(const schedule::Schedule& s, const Experiment& e, const std::string& path);
-// check_schedule_fits, then: the experiment's pattern builds (build_patterns),
-// the token sets (when there are any) end at the experiment's seq_len, and a
+// schedule::check_carried_experiment (every rank on its own GPU, dp*tp*hp*cp
+// ranks, token sets ending at seq_len: what ringmaster-run checks too), then:
+// the experiment's pattern builds (build_patterns), and a
 // Schedule whose generator is the one this experiment names
 // (generate::generator_name) holds the op count it emits (count_step_ops).
 // Throws ConfigError naming the file.

@@ -1,6 +1,7 @@
 #include "sim/schedule/validate.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "sim/schedule/comm_matching.hpp"
 #include "sim/schedule/deadlock.hpp"
 #include "sim/schedule/schedule_error.hpp"
+#include "sim/schedule/schedule_read_parts.hpp"
 #include "sim/schedule/topo_order.hpp"
 
 namespace rm::schedule {
@@ -19,7 +21,8 @@ namespace {
 
 class Checker {
  public:
-  explicit Checker(const Schedule& s) : s_(s) {}
+  explicit Checker(const Schedule& s)
+      : s_(s), batch_(known(s.experiment, {"workload", "batch"})), head_dim_(known(s.experiment, {"model", "head_dim"})) {}
 
   std::vector<Problem> run() {
     check_ranks_and_groups();
@@ -245,6 +248,7 @@ class Checker {
           add(ProblemKind::bad_data, op.id,
               fmt::format("uses buffer {} '{}' of rank {}", b, s_.buffers[static_cast<size_t>(b)].name,
                           s_.buffers[static_cast<size_t>(b)].rank));
+    if (attn && ids_ok) check_home_shapes(op, *a);
     if (is_compute(op.kind) || !ids_ok) return;
     // Bytes of a transfer against its buffers (collectives: docs/schedule-format.md's byte convention).
     auto need = [&](const char* side, const std::vector<int>& ids, bool each) {
@@ -283,6 +287,55 @@ class Checker {
     }
     if (op.kind == OpKind::broadcast && op.peer == op.rank && a->reads.empty())
       add(ProblemKind::bad_data, op.id, "the broadcast root reads no buffer");
+  }
+
+  // The buffers an attention op reads and writes as Q, O, LSE, dO, dQ and K|V hold
+  // its tokens x heads (x head_dim) per batch element: the layout the runtime gives
+  // them (runtime/layouts.hpp). A shape holding another element count would be read
+  // past its end or left short; its experiment's sizes are what the runtime uses.
+  void check_home_shapes(const Op& op, const Access& a) {
+    const Attention* at = s_.attention_of(op);
+    const auto sets = static_cast<int>(s_.token_sets.size());
+    if (!at || batch_ < 1 || head_dim_ < 1 || at->q_tokens < 0 || at->q_tokens >= sets || at->kv_tokens < 0 ||
+        at->kv_tokens >= sets)
+      return;  // a bad token set is reported with the attention table
+    const int64_t q = s_.token_sets[static_cast<size_t>(at->q_tokens)].size();
+    const int64_t k = s_.token_sets[static_cast<size_t>(at->kv_tokens)].size();
+    // -1 beyond 2^50, which no buffer holds (the reader's bound)
+    auto product = [](std::initializer_list<int64_t> f) {
+      int64_t p = 1;
+      for (int64_t x : f) p = p < 0 ? -1 : read_parts::product_within(p, x);
+      return p;
+    };
+    for (const auto* list : {&a.reads, &a.writes})
+      for (int b : *list) {
+        const Buffer& buf = s_.buffers[static_cast<size_t>(b)];
+        int64_t need = 0;
+        std::string why;
+        switch (buf.role) {
+          case BufferRole::q: case BufferRole::o: case BufferRole::d_o: case BufferRole::dq:
+            need = product({batch_, q, at->heads, head_dim_});
+            why = fmt::format("batch {} x {} query tokens x {} heads x head_dim {}", batch_, q, at->heads, head_dim_);
+            break;
+          case BufferRole::lse:
+            need = product({batch_, q, at->heads});
+            why = fmt::format("batch {} x {} query tokens x {} heads", batch_, q, at->heads);
+            break;
+          case BufferRole::kv:
+            need = product({2, batch_, k, at->kv_heads, head_dim_});
+            why = fmt::format("K and V x batch {} x {} key tokens x {} KV heads x head_dim {}", batch_, k, at->kv_heads,
+                              head_dim_);
+            break;
+          default: continue;
+        }
+        if (buf.elements() == need) continue;
+        std::string shape;
+        for (int64_t d : buf.shape) shape += fmt::format("{}{}", shape.empty() ? "" : ", ", d);
+        add(ProblemKind::bad_data, op.id,
+            fmt::format("buffer {} '{}' has shape [{}], {} elements, but as its {} it needs {} = {}", b, buf.name, shape,
+                        buf.elements(), to_string(buf.role), why,
+                        need < 0 ? std::string("more than 2^50") : std::to_string(need)));
+      }
   }
 
   void check_deps(const Op& op) {
@@ -353,6 +406,7 @@ class Checker {
   }
 
   const Schedule& s_;
+  int64_t batch_, head_dim_;  // from the carried experiment; -1 when it does not say
   std::vector<Problem> out_;
 };
 

@@ -8,6 +8,9 @@
 #include <cmath>
 #include <random>
 #include <sstream>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "sim/compare/compare.hpp"
 #include "sim/config/json_reader.hpp"
@@ -352,6 +355,28 @@ TEST(Compare, TheTinyRunMatchesItsScheduleAndRefusesOthers) {
   other = m;
   other.events[0].op = int64_t(s.ops.size());
   EXPECT_NE(schedule_error_of(s, other).find("but S.json.gz has"), std::string::npos);
+}
+
+// Issue 41: one op on two events would be joined and counted twice; an edge naming
+// an op the Schedule lacks would be dropped by the critical path without a word.
+TEST(Compare, AnOpOnTwoEventsOrAnEdgeOffTheScheduleIsRefused) {
+  const schedule::Schedule s = schedule::read_schedule(kData + "tiny-ring.json.gz");
+  const Timeline m = traces::read_chrome_trace(kData + "tiny-ring-measured.json.gz");
+  Timeline other = m;
+  size_t first = 0;
+  while (other.events[first].op < 0) ++first;
+  other.events.push_back(other.events[first]);
+  EXPECT_EQ(schedule_error_of(s, other),
+            fmt::format("M.json: events {} and {} both carry op {} (expected one event per op: {})", first,
+                        other.events.size() - 1, other.events[first].op,
+                        schedule::describe(s, other.events[first].op)));
+  for (const auto& [from, to] : {std::pair<int64_t, int64_t>{3, int64_t(s.ops.size())}, {-1, 3}}) {
+    other = m;
+    other.edges.push_back({from, to, traces::EdgeKind::dependency});
+    EXPECT_EQ(schedule_error_of(s, other),
+              fmt::format("M.json: otherData.edges[{}] names op {}, but S.json.gz has ops 0..{}", m.edges.size(),
+                          from < 0 ? from : to, s.ops.size() - 1));
+  }
 }
 
 }  // namespace

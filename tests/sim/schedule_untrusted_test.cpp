@@ -1,6 +1,7 @@
 // The Schedule reader on untrusted files (issue 13): each case was once a
 // crash, an allocation the file did not back, or a value read wrong. Every
 // refusal is a ConfigError (ScheduleError) naming the file and the JSON path.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -103,6 +104,32 @@ TEST(UntrustedSchedule, SizesThatWouldOverflowAreRefused) {
 
 // An Op holds streams and layers in 16 bits, tags and dependency ids in 32: a
 // file's value beyond them is refused by name, never read wrapped.
+// Issue 41: a home buffer whose shape holds another element count than its
+// attention op's tokens x heads passed the reader and simulate --schedule, and
+// ringmaster-run named neither the file nor the buffer's op (with a hint about
+// all-to-alls). validate() refuses it, for every reader of the file.
+TEST(UntrustedSchedule, AnAttentionBufferOfAnotherElementCountIsRefused) {
+  // Without the per-call shuffle Q and LSE are the attention's alone (a shuffled
+  // buffer's all-to-all names a wrong size first, by its bytes).
+  const nlohmann::json base = nlohmann::json::parse(to_schedule_json(pipeline::Session().schedule(generate::testing::small_experiment(
+      {"parallel.cp=2", "parallel.partition=zigzag", "parallel.shuffle=once", "scope=attention_fwd"}))));
+  for (const char* role : {"q", "lse"}) {
+    const auto& roles = base["buffers"]["role"];
+    const size_t b = size_t(std::find(roles.begin(), roles.end(), role) - roles.begin());
+    ASSERT_LT(b, roles.size()) << role;
+    for (const int64_t scale : {int64_t(1) << 20, int64_t(3)}) {
+      auto j = base;
+      auto& dims = j["buffers"]["shape"][b];
+      dims[1] = dims[1].get<int64_t>() * scale;
+      const std::string e = json_error(j);
+      EXPECT_THAT(e, HasSubstr("s.json: op ")) << role;
+      EXPECT_THAT(e, HasSubstr(fmt::format("buffer {} '{}' has shape [", b, base["buffers"]["name"][b].get<std::string>())))
+          << e;
+      EXPECT_THAT(e, HasSubstr(fmt::format(", but as its {} it needs batch 1 x ", role))) << e;
+    }
+  }
+}
+
 TEST(UntrustedSchedule, ValuesTheOpCannotHoldAreRefused) {
   auto j = good();
   j["templates"][0]["stream"] = 40000;

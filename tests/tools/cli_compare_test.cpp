@@ -129,6 +129,17 @@ TEST(CliCompare, BadInputIsOneLineNamingTheFileExit2AndNoOutput) {
       if (e.contains("pid") && e["pid"] == 1) e["pid"] = 3;
     m["otherData"]["metadata"].erase("schedule_hash");
     std::ofstream(dir / "other-ranks.json") << m.dump();
+    // Issue 41: op 4 on a second event; an edge naming an op the Schedule lacks.
+    auto twice = nlohmann::json::parse(slurp((dir / "m.json").string()));
+    for (const auto& e : twice["traceEvents"])
+      if (e.contains("args") && e["args"].value("op", -1) == 4) {
+        twice["traceEvents"].push_back(e);
+        break;
+      }
+    std::ofstream(dir / "op-twice.json") << twice.dump();
+    auto edge = nlohmann::json::parse(slurp((dir / "m.json").string()));
+    edge["otherData"]["edges"].push_back({3, 999999, "dependency"});
+    std::ofstream(dir / "edge-elsewhere.json") << edge.dump();
   }
   const std::string out = (dir / "out.csv").string();
   const std::vector<Bad> cases = {
@@ -139,6 +150,11 @@ TEST(CliCompare, BadInputIsOneLineNamingTheFileExit2AndNoOutput) {
       {"--schedule " + kSchedule + " --measured " + other_hash_path, "hashes to"},
       {"--predicted " + kPredicted + " --measured " + (dir / "other-ranks.json").string(), "not the same job"},
       {"--schedule " + kSchedule + " --measured " + (dir / "other-ranks.json").string(), "not the same job"},
+      {"--schedule " + kSchedule + " --measured " + (dir / "op-twice.json").string(),
+       (dir / "op-twice.json").string() + ": events "},
+      {"--schedule " + kSchedule + " --measured " + (dir / "op-twice.json").string(), " both carry op 4 "},
+      {"--schedule " + kSchedule + " --measured " + (dir / "edge-elsewhere.json").string(),
+       (dir / "edge-elsewhere.json").string() + ": otherData.edges[58] names op 999999, but " + kSchedule + " has ops 0..27"},
       {"--measured " + kMeasured, "give either --predicted"},
       {"--predicted " + kPredicted + " --schedule " + kSchedule + " --measured " + kMeasured, "give either --predicted"},
       {"--predicted " + kPredicted + " --measured " + kMeasured + " --engine simgrid", "go with --schedule"},

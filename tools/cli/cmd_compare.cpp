@@ -12,6 +12,7 @@
 
 #include "sim/compare/compare.hpp"
 #include "sim/pipeline/pipeline.hpp"
+#include "sim/schedule/carried_experiment.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/text_file.hpp"
@@ -53,7 +54,7 @@ Experiment with_sets(const pipeline::LoadedSchedule& l, const Options& o, const 
     throw ConfigError(fmt::format("--set: changes what {} was generated from; with --schedule only cost keys "
                                   "(cluster links and rates, kernel efficiencies) may be set",
                                   o.schedule_file));
-  pipeline::check_schedule_fits(l.schedule, e, o.schedule_file);
+  schedule::check_schedule_fits(l.schedule, e, o.schedule_file);
   return e;
 }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/generate/footprint.hpp"
+#include "sim/generate/index_building.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "sim/report/bound_by.hpp"
@@ -168,6 +169,7 @@ void run(const Options& o) {
   if (!o.export_file.empty()) {
     line.update("writing " + o.export_file, 0, 1);
     generate::check_fits(generate::estimate_footprint(winner, generate::RunKind::schedule), "the winner's schedule");
+    generate::check_index_layout(winner);
     pipeline::Session session;
     schedule::write_schedule(session.schedule(winner), o.export_file);
   }

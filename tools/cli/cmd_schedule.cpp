@@ -9,6 +9,7 @@
 
 #include "sim/config/parallel_for.hpp"
 #include "sim/generate/footprint.hpp"
+#include "sim/generate/index_building.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "traces/text_write.hpp"
@@ -25,6 +26,7 @@ struct Options {
 
 void run(const Options& o) {
   const Experiment e = o.exp.load();
+  generate::check_index_layout(e);  // a Schedule the runtime could not execute is not written
   generate::check_fits(generate::estimate_footprint(e, generate::RunKind::schedule), "this schedule");
   ProgressLine progress(!o.exp.json);
   progress.update("building the sparsity pattern", 0, 3);

@@ -6,11 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <tuple>
 
@@ -131,6 +133,11 @@ const Kind kKinds[] = {
                                "--set parallel.shuffle=per_call"},
     {"dynamic_top_p_batch2", "contiguous-ring", "--set workload.pattern=tiny-topp-vs --set kernel.attention=block_sparse "
                              "--set workload.seq_len=4096 --set workload.batch=2 --set parallel.partition=contiguous"},
+    // The zigzag per-call shuffle (pairs c, cp-1-c) at cp = 2, where it yields the
+    // zigzag chunks from the contiguous layout the index is built on (issue 41; at
+    // cp > 2 the export is refused: TheExportRefusesAZigzagShuffleTheIndexCannotPrecede).
+    {"dynamic_top_p_zigzag_per_call", "zigzag-ring", "--set workload.pattern=tiny-topp-vs --set kernel.attention=block_sparse "
+                                      "--set workload.seq_len=4096 --set parallel.shuffle=per_call"},
 };
 
 class AttentionKinds : public RuntimeRun, public ::testing::WithParamInterface<Kind> {};
@@ -361,8 +368,30 @@ TEST_F(RuntimeRun, RefusesAnotherScheduleVersion) {
 }
 
 TEST_F(RuntimeRun, RefusesBuffersThatDoNotFit) {
-  const std::string s = schedule("mem", "");
-  expect_refused(run(2, "--schedule '" + s + "' --max-memory 0.001"), "GB for its buffers");
+  // 1.4 GB of buffers per rank; the Schedule itself (~0.1 GB) fits in 0.2.
+  const std::string s = schedule("mem", "--set workload.seq_len=256k");
+  expect_refused(run(2, "--schedule '" + s + "' --max-memory 0.2"), "rank 0 needs 1.41 GB for its buffers; --max-memory allows 0.20 GB");
+}
+
+// Issue 41: every rank holds the whole Schedule; the file's op count is checked
+// against what a rank may use before its ops are allocated (the estimate of
+// `simulate --schedule`, schedule::estimate_schedule_footprint).
+TEST_F(RuntimeRun, RefusesAScheduleTooLargeToHoldBeforeAllocatingItsOps) {
+  const std::string s = schedule("hold", "");
+  expect_refused(run(2, "--schedule '" + s + "' --max-memory 0.05"),
+                 s + ": this Schedule needs ~0.10 GB on every rank to hold its 28 ops; --max-memory allows 0.05 GB");
+}
+
+// Issue 41: a Q buffer of another shape than its attention's tokens x heads was
+// refused by Layouts without the file, hinting at all-to-alls; validate() names both.
+TEST_F(RuntimeRun, RefusesABufferShapeItsAttentionDoesNotHold) {
+  nlohmann::json j = load(schedule("shape", ""));
+  j["buffers"]["shape"][0] = {1, 1 << 20, 1 << 20, 64};
+  const std::string path = dir() + "/shape.json";
+  std::ofstream(path) << j.dump();
+  expect_refused(run(2, "--schedule '" + path + "'"),
+                 path + ": op 4 (rank 0 stream 'compute', attn_fwd forward layer 0 step 0): buffer 0 'q' has shape "
+                        "[1, 1048576, 1048576, 64], 70368744177664 elements, but as its q it needs batch 1 x 1024 query tokens");
 }
 
 TEST_F(RuntimeRun, RefusesCheckOnAScopeItCannotCompare) {
@@ -376,6 +405,66 @@ TEST_F(RuntimeRun, RefusesAnIndexBuiltOnStripedKeys) {
   const std::string s = schedule("dynamic_once", "--set workload.pattern=tiny-dynamic-vs --set kernel.attention=block_sparse "
                                                  "--set workload.seq_len=4096 --set parallel.partition=stripe");
   expect_refused(run(2, "--schedule '" + s + "'"), "not one contiguous run");
+}
+
+// The carried experiment sizes everything a rank allocates: the runtime runs the
+// checks `simulate --schedule` runs (schedule::check_carried_experiment) before any
+// rank starts, so an edited one is refused at once, naming the file and the field
+// (before, seq_len 2^32+4096 ran into std::bad_alloc after up to 71 s, and 2^31
+// into a tile error after ops had run).
+TEST_F(RuntimeRun, RefusesACarriedExperimentThatDoesNotDescribeItsOps) {
+  const std::string s = schedule("carried", "");
+  const nlohmann::json base = load(s);
+  auto edited = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = base;
+    edit(j);
+    const std::string path = dir() + "/" + name + ".json";
+    std::ofstream(path) << j.dump();
+    return path;
+  };
+  for (const int64_t seq_len : {(int64_t(1) << 32) + 4096, int64_t(1) << 31}) {
+    const std::string path = edited("seq" + std::to_string(seq_len), [&](nlohmann::json& j) {
+      j["experiment"]["workload"]["seq_len"] = seq_len;
+    });
+    const Shell r = run(2, "--schedule '" + path + "' --check");
+    expect_refused(r, path + ": the Schedule's token sets cover tokens 0..2047, but its experiment's $.workload.seq_len is " +
+                          std::to_string(seq_len));
+    EXPECT_LT(r.seconds, 30) << seq_len;
+  }
+  expect_refused(run(2, "--schedule '" + edited("gpu", [](nlohmann::json& j) { j["ranks"][1]["gpu"] = 9; }) + "'"),
+                 "ranks[1].gpu: GPU 9 is outside cluster cpu-test (GPUs 0..3)");
+  expect_refused(run(2, "--schedule '" + edited("two-on-one", [](nlohmann::json& j) { j["ranks"][1]["gpu"] = j["ranks"][0]["gpu"]; }) + "'"),
+                 "already holds rank 0 (expected one rank per GPU)");
+  expect_refused(run(2, "--schedule '" + edited("world", [](nlohmann::json& j) { j["experiment"]["parallel"]["dp"] = 2; }) + "'"),
+                 "the Schedule has 2 ranks, its experiment dp*tp*hp*cp = 2*1*1*2 = 4");
+  expect_refused(run(2, "--schedule '" + edited("pattern", [](nlohmann::json& j) {
+                   j["experiment"]["workload"]["pattern"] = "no-such-pattern";
+                 }) + "'"),
+                 "no-such-pattern");
+}
+
+// Issue 41: `ringmaster schedule --set model=llama3-8b --set workload.seq_len=4k
+// --set scope=attention_fwd --set parallel.cp=4 --set parallel.partition=zigzag`
+// (the default top-p pattern, per-call shuffle) made a Schedule every rank refused
+// at its index building ("its keys (kv.seq) are not one contiguous run"): a swap
+// within the pairs (c, cp-1-c) cannot turn contiguous shards into zigzag's chunks
+// at cp > 2, so no contiguous layout precedes the shuffle. The exporters refuse it,
+// naming the key; simulations of it are unchanged (tests/tools/golden_predictions.json).
+TEST_F(RuntimeRun, TheExportRefusesAZigzagShuffleTheIndexCannotPrecede) {
+  const std::string path = dir() + "/zigzag4.json";
+  const Shell r = sh("cd '" + dir() + "' && '" RINGMASTER_BIN "' schedule tiny.json --set workload.pattern=tiny-topp-vs "
+                     "--set kernel.attention=block_sparse --set workload.seq_len=4096 --set parallel.shuffle=per_call "
+                     "--set parallel.cp=4 -o '" + path + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("tiny.json: $.parallel.partition: zigzag with the per-call shuffle and a dynamic pattern "
+                               "cannot be executed at cp = 4"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path));
+  // The same experiment still simulates (its costs do not depend on the layout).
+  const Shell sim = sh("cd '" + dir() + "' && '" RINGMASTER_BIN "' simulate tiny.json --set workload.pattern=tiny-topp-vs "
+                       "--set kernel.attention=block_sparse --set workload.seq_len=4096 --set parallel.shuffle=per_call "
+                       "--set parallel.cp=4 --json");
+  EXPECT_EQ(sim.exit_code, 0) << sim.err;
 }
 
 TEST_F(RuntimeRun, RefusesABadFaultSpec) {
