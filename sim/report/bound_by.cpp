@@ -469,7 +469,7 @@ LinkTraffic link_traffic(const schedule::Schedule& s, const FlowPlan& fp, const 
   }
   for (size_t l = 0; l < tr.links; ++l) {
     if (copy_of[l] < 0) continue;
-    const Run critical = tr.acc[l].critical;
+    const IntervalUnion critical = tr.acc[l].critical;
     tr.acc[l] = tr.acc[size_t(copy_of[l])];
     tr.acc[l].critical = critical;
   }

@@ -131,7 +131,7 @@ struct FlowPlan {
 FlowPlan flow_plan(const schedule::Schedule& s, const schedule::CommMatching& match);
 
 // The union length of intervals fed in start order, as a running merge.
-struct Run {
+struct IntervalUnion {
   double lo = 0, hi = 0, total = 0;
   bool open = false;
   void add(double a, double b) {
@@ -153,8 +153,8 @@ struct Run {
 struct LinkAcc {
   double bytes = 0, ring_bytes = 0;
   std::array<double, schedule::kPhaseCount> phase_bytes{};
-  Run busy, critical, ring;
-  std::array<Run, schedule::kPhaseCount> phase_busy;
+  IntervalUnion busy, critical, ring;
+  std::array<IntervalUnion, schedule::kPhaseCount> phase_busy;
 };
 
 // What bound_by reads of op times and routes, before any link rate: a point

@@ -1,4 +1,5 @@
 #include <random>
+#include <utility>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -74,15 +75,32 @@ TEST(Reader, NamesFilePathAndExpectation) {
 
 TEST(Configs, EveryShippedConfigLoads) {
   ConfigStore store;
+  // Each parses to what its file says (the fields every other part reads), not just without an error.
   for (const auto& name : store.names("clusters")) {
     auto c = store.load("clusters", name, "test");
-    EXPECT_NO_THROW(parse_cluster(JsonReader(c.json, c.source))) << name;
+    const Cluster cl = parse_cluster(JsonReader(c.json, c.source));
+    EXPECT_EQ(cl.name, c.json.at("name").get<std::string>()) << name;
+    EXPECT_EQ(cl.nodes, c.json.at("nodes").get<int>()) << name;
+    EXPECT_EQ(cl.gpus_per_node, c.json.at("gpus_per_node").get<int>()) << name;
+    EXPECT_EQ(cl.gpus(), cl.nodes * cl.gpus_per_node) << name;
+    EXPECT_EQ(cl.gpu.peak_tflops_bf16, c.json.at("gpu").at("peak_tflops_bf16").get<double>()) << name;
   }
   for (const auto& name : store.names("models")) {
     auto m = store.load("models", name, "test");
-    EXPECT_NO_THROW(parse_model(JsonReader(m.json, m.source))) << name;
+    const Model md = parse_model(JsonReader(m.json, m.source));
+    EXPECT_EQ(md.name, m.json.at("name").get<std::string>()) << name;
+    for (const auto& [key, field] : {std::pair{"layers", md.layers}, std::pair{"heads", md.heads},
+                                     std::pair{"kv_heads", md.kv_heads}, std::pair{"head_dim", md.head_dim}})
+      EXPECT_EQ(field, m.json.at(key).get<int>()) << name << " " << key;
   }
-  for (const auto& name : store.names("experiments")) EXPECT_NO_THROW(load_experiment(store, name)) << name;
+  // An experiment names its layout for its own cluster: it uses GPUs the cluster has.
+  for (const auto& name : store.names("experiments")) {
+    const Experiment e = load_experiment(store, name);
+    const int64_t used = int64_t(e.parallel.dp) * e.parallel.tp * e.parallel.hp * e.parallel.cp;
+    EXPECT_GE(used, 1) << name;
+    EXPECT_LE(used, e.cluster.gpus()) << name;
+    EXPECT_EQ(e.model.name, store.load("experiments", name, "test").json.at("model").get<std::string>()) << name;
+  }
   for (const char* want : {"a100-40g-4x8-hdr", "a100-80g-8x8-hdr", "h100-8x8-ndr", "h200-1x8", "v100-dgx1-1x8"})
     EXPECT_NO_THROW(store.load("clusters", want, "test")) << want;
   for (const char* want : {"qwen2.5-3b", "llama3-8b", "llama2-7b", "llama2-7b-gqa"})

@@ -18,6 +18,9 @@ namespace {
 using ::testing::HasSubstr;
 
 // 16K tokens, cp = 8 on the default 4-node cluster: small enough to run 100 times.
+// The default cluster's A100 bf16 peak (configs/clusters/a100-40g-4x8-hdr.json), which MFU divides by.
+constexpr double kA100PeakFlops = 312e12;
+
 const std::string kSmall = "--set workload.seq_len=16k --set parallel.cp=8 --set parallel.window=2 --set scope=attention_fwd ";
 
 const char* kDocumentPatterns[] = {
@@ -38,25 +41,41 @@ nlohmann::json simulate(const std::string& args) {
 TEST(CliPatterns, EveryDenseFamilyPatternRunsUnderEveryPartitionAndRing) {
   std::vector<std::string> patterns{"--set workload.pattern=dense-full"};
   patterns.insert(patterns.end(), std::begin(kDocumentPatterns), std::end(kDocumentPatterns));
-  for (const auto& pat : patterns)
+  for (const auto& pat : patterns) {
+    // Every layout computes the same mask: the model's FLOPs are the pattern's,
+    // whatever the partition or ring; and no layout runs above the GPUs' peak.
+    double model = -1;
     for (const char* part : {"contiguous", "zigzag", "stripe", "balanced"})
       for (const char* ring : {"ring", "double_ring", "hierarchical"}) {
         const std::string args = pat + " --set parallel.partition=" + part + " --set parallel.ring=" + ring;
         const auto j = simulate(args);
         if (j.is_null()) continue;
-        EXPECT_GT(j["step_time_s"].get<double>(), 0) << args;
-        EXPECT_GT(j["flops"]["model"].get<double>(), 0) << args;
+        const double flops = j["flops"]["model"].get<double>(), mfu = j["mfu"].get<double>();
+        EXPECT_GT(flops, 0) << args;
+        if (model < 0) model = flops;
+        EXPECT_EQ(flops, model) << args << ": another layout of the same mask has other model FLOPs";
+        EXPECT_GE(j["flops"]["executed"].get<double>(), flops * (1 - 1e-12)) << args << ": tiles cover every allowed pair";
+        EXPECT_GT(mfu, 0) << args;
+        EXPECT_LE(mfu, 1) << args;
+        EXPECT_NEAR(mfu * j["step_time_s"].get<double>(), flops / (j["gpus"].get<double>() * kA100PeakFlops), 1e-9 * flops / kA100PeakFlops)
+            << args << ": MFU is the model FLOPs over the step's GPU-seconds at peak";
       }
+  }
 }
 
 TEST(CliPatterns, HeadParallelAndUlyssesRunFullAndDocumentMasks) {
   for (const char* pat : {"dense-full", "document-full", "document-causal"}) {
+    double model = -1;
     for (const char* par : {"--set parallel.hp=2 --set parallel.cp=4 --set parallel.ring=double_ring",
                             "--set parallel.hp=8 --set parallel.cp=1"}) {
       const auto j = simulate(std::string("--set scope=layer --set workload.pattern=") + pat + " " + par);
-      if (!j.is_null()) {
-        EXPECT_GT(j["step_time_s"].get<double>(), 0) << pat << " " << par;
-      }
+      if (j.is_null()) continue;
+      const double flops = j["flops"]["model"].get<double>(), mfu = j["mfu"].get<double>();
+      // Head parallelism splits heads, not the mask: both layouts compute the same layer.
+      if (model < 0) model = flops;
+      EXPECT_EQ(flops, model) << pat << " " << par;
+      EXPECT_GT(mfu, 0) << pat << " " << par;
+      EXPECT_LE(mfu, 1) << pat << " " << par;
     }
   }
 }
