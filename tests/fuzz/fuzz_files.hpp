@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,14 +16,21 @@
 
 namespace rm::fuzz {
 
+// Removed when the process exits normally (a crash leaves it for the input's post-mortem).
 inline const std::string& scratch_dir() {
-  static const std::string dir = [] {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/rm-fuzz-XXXXXX";
-    if (!mkdtemp(pattern.data())) finding("cannot make a scratch folder");
-    return pattern;
-  }();
-  return dir;
+  static const struct Scratch {
+    std::string path;
+    Scratch() {
+      const char* base = std::getenv("TMPDIR");
+      path = std::string(base && *base ? base : "/tmp") + "/rm-fuzz-XXXXXX";
+      if (!mkdtemp(path.data())) finding("cannot make a scratch folder");
+    }
+    ~Scratch() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  } dir;
+  return dir.path;
 }
 
 // Writes `bytes` to scratch_dir()/name and returns the path.
