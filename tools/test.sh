@@ -33,7 +33,8 @@ if [ "${RINGMASTER_SKIP_FUZZ:-0}" != 1 ] && [ "${RINGMASTER_SKIP_SANITIZERS:-0}"
   # clang in a folder of their own; each replays its corpus (the seeds and
   # every input that once crashed a reader: the regression inputs), then fuzzes
   # for RINGMASTER_FUZZ_SECONDS from a scratch copy so the corpus in the
-  # repository is never written. docs/robustness.md has the longer runs.
+  # repository is never written, with inputs of up to 1 MiB (libFuzzer's
+  # default would keep them under the largest seed). docs/robustness.md has the longer runs.
   fuzz_seconds=${RINGMASTER_FUZZ_SECONDS:-20}
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DRINGMASTER_FUZZ=ON -DRINGMASTER_CUDA=OFF >/dev/null
@@ -47,7 +48,7 @@ if [ "${RINGMASTER_SKIP_FUZZ:-0}" != 1 ] && [ "${RINGMASTER_SKIP_SANITIZERS:-0}"
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
       "$harness" "$corpus"/* >/dev/null 2>"$scratch.log" || { cat "$scratch.log"; exit 1; }
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      "$harness" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -timeout=10 \
+      "$harness" -max_total_time="$fuzz_seconds" -max_len=1048576 -rss_limit_mb=2048 -timeout=10 \
         -artifact_prefix="build-fuzz/$name-" "$scratch" 2>"$scratch.log" || { tail -60 "$scratch.log"; exit 1; }
     tail -1 "$scratch.log"
     rm -rf "$scratch" "$scratch.log"

@@ -159,13 +159,13 @@ void apply_override(nlohmann::json& experiment, const std::string& assignment, c
   (*node)[keys.back()] = parse_value(assignment.substr(eq + 1), assignment);
 }
 
-void check_parallel(const Experiment& e) {
+std::string parallel_refusal(const Experiment& e) {
   // Messages as the parser's reader names a field ("file: $.parallel.key: ..."),
   // so an enumerated layout is refused in the words a parsed file would be.
   struct {
     const Experiment& e;
-    [[noreturn]] void fail(std::string_view key, std::string_view what) const {
-      throw ConfigError(fmt::format("{}: $.parallel.{}: {}", e.source, key, what));
+    std::string fail(std::string_view key, std::string_view what) const {
+      return fmt::format("{}: $.parallel.{}: {}", e.source, key, what);
     }
   } p{e};
   const auto& P = e.parallel;
@@ -174,62 +174,67 @@ void check_parallel(const Experiment& e) {
   const int64_t world = int64_t(P.dp) * P.tp * P.hp * P.cp;
   if (world > e.cluster.gpus()) {
     const char* field = P.tp > 1 ? "tp" : "cp";  // with tp = 1 the message is what it always was
-    p.fail(field, P.tp > 1 ? fmt::format("dp*tp*hp*cp = {}*{}*{}*{} = {} exceeds the {} GPUs of cluster {}", P.dp,
+    return p.fail(field, P.tp > 1 ? fmt::format("dp*tp*hp*cp = {}*{}*{}*{} = {} exceeds the {} GPUs of cluster {}", P.dp,
                                          P.tp, P.hp, P.cp, world, e.cluster.gpus(), e.cluster.name)
                            : fmt::format("dp*hp*cp = {}*{}*{} = {} exceeds the {} GPUs of cluster {}", P.dp, P.hp,
                                          P.cp, world, e.cluster.gpus(), e.cluster.name));
   }
   if (e.model.heads % P.hp != 0)
-    p.fail("hp", fmt::format("expected a divisor of the model's {} heads, got {}", e.model.heads, P.hp));
+    return p.fail("hp", fmt::format("expected a divisor of the model's {} heads, got {}", e.model.heads, P.hp));
   if (P.tp > 1) {
     // Megatron's rules: a tp group is consecutive GPUs of one node; each tp rank owns
     // whole query heads, whole KV heads (num_query_groups % tp == 0), an equal share of
     // the MLP columns, and its sequence-parallel share of every context rank's tokens.
     const Model& m = e.model;
     if (e.cluster.gpus_per_node % P.tp != 0)
-      p.fail("tp", fmt::format("a tensor-parallel group stays inside a node: expected a divisor of the {} GPUs "
+      return p.fail("tp", fmt::format("a tensor-parallel group stays inside a node: expected a divisor of the {} GPUs "
                                "per node of cluster {}, got {}", e.cluster.gpus_per_node, e.cluster.name, P.tp));
     if (m.heads % (int64_t(P.tp) * P.hp) != 0)
-      p.fail("tp", fmt::format("tp*hp must divide the model's {} heads, got tp*hp = {}*{}", m.heads, P.tp, P.hp));
+      return p.fail("tp", fmt::format("tp*hp must divide the model's {} heads, got tp*hp = {}*{}", m.heads, P.tp, P.hp));
     if (m.kv_heads % P.tp != 0)
-      p.fail("tp", fmt::format("expected a divisor of the model's {} KV heads (each tp rank owns whole KV heads), "
+      return p.fail("tp", fmt::format("expected a divisor of the model's {} KV heads (each tp rank owns whole KV heads), "
                                "got {}", m.kv_heads, P.tp));
     if (m.intermediate % P.tp != 0)
-      p.fail("tp", fmt::format("expected a divisor of the model's intermediate size {}, got {}", m.intermediate, P.tp));
+      return p.fail("tp", fmt::format("expected a divisor of the model's intermediate size {}, got {}", m.intermediate, P.tp));
     const int64_t per_rank = e.workload.seq_len / (int64_t(P.cp) * P.hp);
     if (e.workload.seq_len % (int64_t(P.cp) * P.hp) != 0 || per_rank % P.tp != 0)
-      p.fail("tp", fmt::format("sequence parallelism splits each rank's workload.seq_len/(cp*hp) tokens over tp: "
+      return p.fail("tp", fmt::format("sequence parallelism splits each rank's workload.seq_len/(cp*hp) tokens over tp: "
                                "expected workload.seq_len divisible by cp*hp*tp = {}, got {}",
                                int64_t(P.cp) * P.hp * P.tp, e.workload.seq_len));
   }
   const int64_t S = e.workload.seq_len;
-  auto need_divisible = [&](int64_t unit, const std::string& why) {
-    if (S % unit != 0)
-      p.fail("partition", fmt::format("{} partition needs workload.seq_len divisible by {} ({}), got {}",
-                                      to_string(P.partition), unit, why, S));
-  };
+  int64_t unit = 0;  // what the partition needs the sequence divisible by
+  const char* why = "";
   switch (P.partition) {
-    case Partition::contiguous: need_divisible(int64_t(P.cp) * P.hp, "cp*hp"); break;
-    case Partition::zigzag: need_divisible(2 * int64_t(P.cp) * P.hp, "2*cp*hp"); break;
+    case Partition::contiguous: unit = int64_t(P.cp) * P.hp, why = "cp*hp"; break;
+    case Partition::zigzag: unit = 2 * int64_t(P.cp) * P.hp, why = "2*cp*hp"; break;
     case Partition::stripe:
-    case Partition::balanced: need_divisible(int64_t(P.cp) * P.stripe_tokens * P.hp, "cp*stripe_tokens*hp"); break;
+    case Partition::balanced: unit = int64_t(P.cp) * P.stripe_tokens * P.hp, why = "cp*stripe_tokens*hp"; break;
   }
+  if (unit > 0 && S % unit != 0)
+    return p.fail("partition", fmt::format("{} partition needs workload.seq_len divisible by {} ({}), got {}",
+                                           to_string(P.partition), unit, why, S));
   if (P.ring == RingKind::double_ring && (P.window < 1 || P.cp % P.window != 0))
-    p.fail("window", fmt::format("expected a divisor of cp ({}), got {}", P.cp, P.window));
+    return p.fail("window", fmt::format("expected a divisor of cp ({}), got {}", P.cp, P.window));
   if (P.placement == PlacementOrder::interleaved) {
     if (P.ring != RingKind::double_ring)
-      p.fail("placement", "interleaved places double-ring windows: it needs parallel.ring = double_ring");
+      return p.fail("placement", "interleaved places double-ring windows: it needs parallel.ring = double_ring");
     if (P.window >= 8 || P.window == P.cp || P.cp % (2 * P.window) != 0)
-      p.fail("placement", fmt::format("interleaved windows need window < 8, window < cp and cp divisible by "
+      return p.fail("placement", fmt::format("interleaved windows need window < 8, window < cp and cp divisible by "
                                       "2*window (LoongTrain), got window {} with cp {}", P.window, P.cp));
   }
   if (P.ring_order != RingOrder::rank && P.cp > 1 && P.ring != RingKind::ring)
-    p.fail("ring_order", fmt::format("{} orders a flat ring: it needs parallel.ring = ring (double_ring and "
+    return p.fail("ring_order", fmt::format("{} orders a flat ring: it needs parallel.ring = ring (double_ring and "
                                      "hierarchical lay out their own rings), got {}",
                                      to_string(P.ring_order), to_string(P.ring)));
   if (P.ring_order == RingOrder::zigzag_pairs && P.cp % 2 != 0)
-    p.fail("ring_order", fmt::format("zigzag_pairs visits context ranks in pairs (0, cp-1, 1, cp-2, ...): "
+    return p.fail("ring_order", fmt::format("zigzag_pairs visits context ranks in pairs (0, cp-1, 1, cp-2, ...): "
                                      "expected an even cp, got {}", P.cp));
+  return "";
+}
+
+void check_parallel(const Experiment& e) {
+  if (std::string why = parallel_refusal(e); !why.empty()) throw ConfigError(why);
 }
 
 Experiment load_experiment(const ConfigStore& store, const std::string& file,

@@ -118,5 +118,8 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
 // planner runs it on layouts it sets field by field. Throws ConfigError naming
 // "<source>: $.parallel.<field>", as the parser does.
 void check_parallel(const Experiment& e);
+// The same rules without throwing: the first refusal's message, or "" (the
+// planner rejects most of a large space, and an exception per layout is slow).
+std::string parallel_refusal(const Experiment& e);
 
 }  // namespace rm

@@ -310,27 +310,57 @@ void check_fits(const Footprint& f, const std::string& what, int64_t have) {
                                 what, double(f.bytes) / 1e9, ops, double(have) / 1e9));
 }
 
-RingShape ring_shape(const Experiment& e, int d, int h, int t) {
+namespace {
+
+// ring_shape's answer in `shape`, or its refusal (then `shape` is left as it was).
+std::string ring_shape_or_refusal(const Experiment& e, const placement::DeviceMap& map, int d, int h, int t,
+                                  RingShape& shape) {
   const Parallel& p = e.parallel;
-  if (p.cp == 1) return {1, 1};
+  if (p.cp == 1) {
+    shape = {1, 1};
+    return "";
+  }
   switch (p.ring) {
-    case RingKind::ring: return {1, p.cp};
+    case RingKind::ring: shape = {1, p.cp}; return "";
     case RingKind::double_ring:
       if (p.window < 1 || p.cp % p.window != 0)
-        throw ConfigError(fmt::format("{}: $.parallel.window: expected a divisor of cp ({}), got {}", e.source, p.cp, p.window));
-      return {p.cp / p.window, p.window};
+        return fmt::format("{}: $.parallel.window: expected a divisor of cp ({}), got {}", e.source, p.cp, p.window);
+      shape = {p.cp / p.window, p.window};
+      return "";
     case RingKind::hierarchical: {
-      const placement::DeviceMap map(p);
       std::map<int, int64_t> by_node;
       for (int g : map.context_group(d, h, t)) ++by_node[g / e.cluster.gpus_per_node];
       const int64_t inner = by_node.begin()->second;
       for (const auto& [node, n] : by_node)
-        if (n != inner)
-          throw ConfigError(fmt::format("{}: $.parallel.ring: hierarchical needs as many context ranks on every node", e.source));
-      return {int64_t(by_node.size()), inner};
+        if (n != inner) return fmt::format("{}: $.parallel.ring: hierarchical needs as many context ranks on every node", e.source);
+      shape = {int64_t(by_node.size()), inner};
+      return "";
     }
   }
-  return {1, p.cp};
+  shape = {1, p.cp};
+  return "";
+}
+
+}  // namespace
+
+RingShape ring_shape(const Experiment& e, int d, int h, int t) {
+  RingShape shape;
+  const std::string why = ring_shape_or_refusal(e, placement::DeviceMap(e.parallel), d, h, t, shape);
+  if (!why.empty()) throw ConfigError(why);
+  return shape;
+}
+
+std::string structure_refusal(const Experiment& e) {
+  const Parallel& p = e.parallel;
+  const placement::DeviceMap map(p);
+  RingShape shape;
+  // Only a hierarchical ring's shape depends on the group: the others are checked once.
+  if (p.cp == 1 || p.ring != RingKind::hierarchical) return ring_shape_or_refusal(e, map, 0, 0, 0, shape);
+  for (int d = 0; d < p.dp; ++d)
+    for (int h = 0; h < p.hp; ++h)
+      for (int t = 0; t < p.tp; ++t)
+        if (std::string why = ring_shape_or_refusal(e, map, d, h, t, shape); !why.empty()) return why;
+  return "";
 }
 
 bool dynamic_patterns(const Experiment& e) {

@@ -22,6 +22,9 @@ struct RingShape {
   int64_t O = 1, I = 1;
 };
 RingShape ring_shape(const Experiment& e, int d, int h, int t);
+// The generator's structure checks (ring_shape of every context group, what
+// count_step_ops would throw) without throwing: the first refusal, or "".
+std::string structure_refusal(const Experiment& e);
 // Whether the pattern is dynamic (indices built online by index_build ops).
 bool dynamic_patterns(const Experiment& e);
 

@@ -187,8 +187,18 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
   PlanResult res;
   PlanStats& st = res.stats;
   st.gpus = o.space.gpus > 0 ? o.space.gpus : base.cluster.gpus();
-  progress("enumerating layouts", 0, 1);
-  Space space = enumerate_space(base, o.space);
+  // Counted before anything is enumerated: a space too large is refused at once.
+  const SpaceSize size = count_space(base, o.space);
+  const double enumeration_s = enumeration_seconds(size, st.gpus);
+  if ((o.max_layouts > 0 && size.layouts > o.max_layouts) ||
+      (o.max_enumeration_s > 0 && enumeration_s > o.max_enumeration_s))
+    throw ConfigError(fmt::format(
+        "plan: the search space of {} GPUs holds {} layouts ({} hierarchical rings, each checked rank by rank), "
+        "~{:.0f} s to enumerate: above the planner's limits ({} layouts, ~{:.0f} s): narrow it with --fix KEY (keeps "
+        "the experiment's value), --set parallel.KEY=VALUE or --gpus N",
+        st.gpus, size.layouts, size.hierarchical, enumeration_s, o.max_layouts, o.max_enumeration_s));
+  Space space = enumerate_space(base, o.space,
+                                [&](int64_t done, int64_t total) { progress("enumerating layouts", done, total); });
   st.enumerated = space.enumerated;
   st.invalid = space.invalid;
   st.first_invalid = space.first_invalid;
@@ -202,6 +212,7 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
   double best_shortfall = std::numeric_limits<double>::infinity();
   Experiment scratch = base;  // fields only: the memory model and the floor read no JSON
   for (size_t i = 0; i < space.layouts.size(); ++i) {
+    if (i % 4096 == 0) progress("checking GPU memory", int64_t(i), int64_t(space.layouts.size()));
     PlanCandidate c;
     c.index = int64_t(i);
     c.layout = space.layouts[i];
@@ -481,5 +492,10 @@ PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOpti
 }
 
 int64_t auto_screen_budget(int gpus) { return gpus > 1024 ? 64 : 0; }
+
+double enumeration_seconds(const SpaceSize& n, int gpus) {
+  return double(n.layouts) * kEnumerateSecondsPerLayout +
+         double(n.hierarchical) * double(gpus) * kEnumerateSecondsPerHierarchicalGpu;
+}
 
 }  // namespace rm::search

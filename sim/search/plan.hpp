@@ -46,9 +46,18 @@ namespace rm::search {
 
 inline constexpr int64_t kSymmetryAboveOps = 1'000'000;
 inline constexpr int64_t kExtrapolateAboveOps = 8'000'000;
+// The most a plan enumerates, known before enumerating (count_space): above
+// either limit the plan is refused, naming the count, the estimate and how to
+// narrow the space (docs/planner.md, "The bound"). The largest documented
+// space (4,096 GPUs at 4M, 687,258 layouts) is under both; a 100,000-node
+// cluster's hierarchical rings alone would take hours to check.
+inline constexpr int64_t kMaxPlanLayouts = 2'000'000;
+inline constexpr double kMaxEnumerationSeconds = 60;
 
 struct PlanOptions {
   SpaceOptions space;
+  int64_t max_layouts = kMaxPlanLayouts;              // refuse a larger space (count_space)
+  double max_enumeration_s = kMaxEnumerationSeconds;  // or one estimated to take longer (enumeration_seconds)
   int top_k = 5;
   bool confirm_simgrid = true;  // re-simulate the K best with SimGrid
   int jobs = 0;                 // analytic worker threads; 0 = every core
@@ -86,6 +95,13 @@ struct PlanOptions {
 // quality cases of docs/planner.md), 64 layer simulations above (at 4,096 GPUs an
 // unbounded screen would run for hours: docs/planner.md, "At scale").
 int64_t auto_screen_budget(int gpus);
+
+// What enumerating (and checking) a space of `gpus` GPUs takes on the 2-core
+// development machine: a fixed cost per layout, and per hierarchical layout
+// and GPU the structure check's walk over the ranks (measured: docs/planner.md).
+inline constexpr double kEnumerateSecondsPerLayout = 2e-6;
+inline constexpr double kEnumerateSecondsPerHierarchicalGpu = 1e-7;
+double enumeration_seconds(const SpaceSize& n, int gpus);
 
 struct PlanCandidate {
   int64_t index = -1;  // in the enumeration (-1: the seed, outside the searched space)
@@ -138,7 +154,9 @@ struct PlanResult {
   PlanStats stats;
 };
 
-// Throws ConfigError when no layout is valid, or none fits (naming the
+// Throws ConfigError when the space holds more than max_layouts layouts or
+// would take more than max_enumeration_s to enumerate (before enumerating
+// it), when no layout is valid, or none fits (naming the
 // smallest shortfall), or none could be simulated.
 PlanResult plan(const Experiment& base, const ConfigStore& store, const PlanOptions& o);
 

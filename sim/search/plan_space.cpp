@@ -59,7 +59,7 @@ const std::vector<std::string>& searched_keys() {
   return k;
 }
 
-void set_layout(Experiment& e, const Layout& l) {
+void assign_layout(Experiment& e, const Layout& l) {
   Parallel& p = e.parallel;
   p.dp = l.dp;
   p.tp = l.tp;
@@ -74,6 +74,10 @@ void set_layout(Experiment& e, const Layout& l) {
   p.shuffle = l.shuffle;
   p.checkpoint = l.checkpoint;
   p.zero_stage = l.zero_stage;
+}
+
+void set_layout(Experiment& e, const Layout& l) {
+  assign_layout(e, l);
   check_parallel(e);
 }
 
@@ -90,11 +94,17 @@ Experiment apply_layout(const Experiment& base, const Layout& l) {
 
 namespace {
 
+// Ascending, in O(sqrt(n)): the space of a 100,000-node cluster asks for
+// divisors of 800,000 thousands of times.
 std::vector<int> divisors(int n) {
-  std::vector<int> d;
-  for (int i = 1; i <= n; ++i)
-    if (n % i == 0) d.push_back(i);
-  return d;
+  std::vector<int> low, high;
+  for (int i = 1; int64_t(i) * i <= n; ++i) {
+    if (n % i != 0) continue;
+    low.push_back(i);
+    if (i != n / i) high.push_back(n / i);
+  }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 // The values a key takes: the base's when fixed, every value when it can
@@ -107,24 +117,31 @@ std::vector<T> pick(const SpaceOptions& o, const std::string& key, T base, bool 
   return all;
 }
 
-}  // namespace
+// The keys below the ring kind: their values depend only on the keys above
+// (the factorisation, partition, stripe width, ring), so a group's points are
+// their product — what count_space multiplies and enumerate_space walks.
+struct InnerAxes {
+  std::vector<int> windows;
+  std::vector<PlacementOrder> placements;
+  std::vector<RingOrder> orders;
+  std::vector<ShuffleMode> shuffles;
+  std::vector<Checkpoint> checkpoints;
+  std::vector<int> zero_stages;
 
-Space enumerate_space(const Experiment& base, const SpaceOptions& o) {
+  int64_t points() const {
+    return int64_t(windows.size()) * int64_t(placements.size()) * int64_t(orders.size()) *
+           int64_t(shuffles.size()) * int64_t(checkpoints.size()) * int64_t(zero_stages.size());
+  }
+};
+
+// Calls visit(head, axes) for every group of the space, in enumeration order;
+// `head` holds the keys above the ring kind's inner axes (the rest are the
+// base's until set). The one definition of the space's shape.
+template <class Visit>
+void for_each_group(const Experiment& base, const SpaceOptions& o, Visit&& visit) {
   const Layout b = layout_of(base);
   const int gpus = o.gpus > 0 ? o.gpus : base.cluster.gpus();
   auto is_fixed = [&](const char* k) { return o.fixed.count(k) > 0; };
-  Space out;
-  Experiment scratch = base;  // one copy: the checks read fields, not the resolved JSON
-  auto consider = [&](const Layout& l) {
-    ++out.enumerated;
-    try {
-      set_layout(scratch, l);
-      generate::count_step_ops(scratch);  // the generator's structure checks (hierarchical groups, windows)
-      out.layouts.push_back(l);
-    } catch (const ConfigError& err) {
-      if (out.invalid++ == 0) out.first_invalid = err.what();
-    }
-  };
 
   std::vector<int64_t> widths = o.stripe_tokens;
   widths.push_back(b.stripe_tokens);
@@ -149,37 +166,85 @@ Space enumerate_space(const Experiment& base, const SpaceOptions& o) {
             for (RingKind ring : pick(o, "parallel.ring", b.ring, ring_applies,
                                       {RingKind::ring, RingKind::double_ring, RingKind::hierarchical}, RingKind::ring)) {
               const bool dr = ring == RingKind::double_ring;
-              for (int window : pick(o, "parallel.window", b.window, dr, divisors(cp), 1)) {
-                std::vector<PlacementOrder> placements = {PlacementOrder::head_first};
-                if (hp > 1 && cp > 1) placements.push_back(PlacementOrder::context_first);
-                if (dr) placements.push_back(PlacementOrder::interleaved);
-                for (PlacementOrder pl : pick(o, "parallel.placement", b.placement, true, placements,
-                                              PlacementOrder::head_first)) {
-                  std::vector<RingOrder> orders = {RingOrder::rank, RingOrder::topology};
-                  if (cp % 2 == 0) orders.insert(orders.begin() + 1, RingOrder::zigzag_pairs);
-                  for (RingOrder order : pick(o, "parallel.ring_order", b.ring_order,
-                                              ring_applies && ring == RingKind::ring, orders, RingOrder::rank)) {
-                    for (ShuffleMode sh : pick(o, "parallel.shuffle", b.shuffle,
-                                               ring_applies && part != Partition::contiguous,
-                                               {ShuffleMode::per_call, ShuffleMode::once}, ShuffleMode::per_call)) {
-                      for (Checkpoint ck : pick(o, "parallel.checkpoint", b.checkpoint, true,
-                                                {Checkpoint::none, Checkpoint::full, Checkpoint::selective},
-                                                Checkpoint::full)) {
-                        for (int zero : pick(o, "parallel.zero_stage", b.zero_stage, dp > 1, {0, 1, 2, 3},
-                                             b.zero_stage)) {
-                          consider(Layout{dp, tp, hp, cp, part, width, ring, window, pl, order, sh, ck, zero});
-                        }
-                      }
-                    }
-                  }
-                }
-              }
+              InnerAxes a;
+              a.windows = pick(o, "parallel.window", b.window, dr, dr ? divisors(cp) : std::vector<int>{}, 1);
+              std::vector<PlacementOrder> placements = {PlacementOrder::head_first};
+              if (hp > 1 && cp > 1) placements.push_back(PlacementOrder::context_first);
+              if (dr) placements.push_back(PlacementOrder::interleaved);
+              a.placements = pick(o, "parallel.placement", b.placement, true, placements, PlacementOrder::head_first);
+              std::vector<RingOrder> orders = {RingOrder::rank, RingOrder::topology};
+              if (cp % 2 == 0) orders.insert(orders.begin() + 1, RingOrder::zigzag_pairs);
+              a.orders = pick(o, "parallel.ring_order", b.ring_order, ring_applies && ring == RingKind::ring, orders,
+                              RingOrder::rank);
+              a.shuffles = pick(o, "parallel.shuffle", b.shuffle, ring_applies && part != Partition::contiguous,
+                                {ShuffleMode::per_call, ShuffleMode::once}, ShuffleMode::per_call);
+              a.checkpoints = pick(o, "parallel.checkpoint", b.checkpoint, true,
+                                   {Checkpoint::none, Checkpoint::full, Checkpoint::selective}, Checkpoint::full);
+              a.zero_stages = pick(o, "parallel.zero_stage", b.zero_stage, dp > 1, {0, 1, 2, 3}, b.zero_stage);
+              Layout head = b;
+              head.dp = dp, head.tp = tp, head.hp = hp, head.cp = cp;
+              head.partition = part, head.stripe_tokens = width, head.ring = ring;
+              visit(head, a);
             }
           }
         }
       }
     }
   }
+}
+
+}  // namespace
+
+SpaceSize count_space(const Experiment& base, const SpaceOptions& o) {
+  SpaceSize n;
+  for_each_group(base, o, [&](const Layout& head, const InnerAxes& a) {
+    n.layouts += a.points();
+    if (head.ring == RingKind::hierarchical && head.cp > 1) n.hierarchical += a.points();
+  });
+  return n;
+}
+
+Space enumerate_space(const Experiment& base, const SpaceOptions& o,
+                      const std::function<void(int64_t, int64_t)>& progress) {
+  const int64_t total = progress ? count_space(base, o).layouts : 0;
+  Space out;
+  Experiment scratch = base;  // one copy: the checks read fields, not the resolved JSON
+  auto consider = [&](const Layout& l) {
+    ++out.enumerated;
+    // The parser's rules, then the generator's structure checks (hierarchical
+    // groups, windows), both as returned reasons: most of a large space is
+    // refused, and an exception per refusal dominated the enumeration.
+    assign_layout(scratch, l);
+    std::string why = parallel_refusal(scratch);
+    if (why.empty()) why = generate::structure_refusal(scratch);
+    if (why.empty()) {
+      out.layouts.push_back(l);
+    } else if (out.invalid++ == 0) {
+      out.first_invalid = std::move(why);
+    }
+  };
+  for_each_group(base, o, [&](Layout l, const InnerAxes& a) {
+    for (int window : a.windows) {
+      l.window = window;
+      for (PlacementOrder pl : a.placements) {
+        l.placement = pl;
+        for (RingOrder order : a.orders) {
+          l.ring_order = order;
+          for (ShuffleMode sh : a.shuffles) {
+            l.shuffle = sh;
+            for (Checkpoint ck : a.checkpoints) {
+              l.checkpoint = ck;
+              for (int zero : a.zero_stages) {
+                l.zero_stage = zero;
+                consider(l);
+              }
+            }
+          }
+        }
+      }
+    }
+    if (progress) progress(out.enumerated, total);
+  });
   return out;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -63,12 +64,27 @@ struct Space {
 // ConfigError); e.resolved is left as it was. The planner's scratch experiment
 // for the checks, the memory model and the floor, which read fields only.
 void set_layout(Experiment& e, const Layout& l);
+// The same without the checks (parallel_refusal gives their answer).
+void assign_layout(Experiment& e, const Layout& l);
 // The base experiment with a layout's keys, fields and resolved JSON (what the
 // generators, summary_json and a Schedule export read): equal to parsing the
 // base's file with the layout's keys as --set overrides (a test checks it),
 // without re-parsing. Throws ConfigError as the parser would.
 Experiment apply_layout(const Experiment& base, const Layout& l);
 
-Space enumerate_space(const Experiment& base, const SpaceOptions& o);
+// The points enumerate_space would generate (its `enumerated`), counted
+// without generating them: a product per group of the keys above the ring's
+// inner keys, so a 100,000-node space is counted in milliseconds.
+struct SpaceSize {
+  int64_t layouts = 0;
+  // Of them, hierarchical rings over cp > 1: the generator's structure check
+  // walks every rank of each (the enumeration's cost that grows with the GPUs).
+  int64_t hierarchical = 0;
+};
+SpaceSize count_space(const Experiment& base, const SpaceOptions& o);
+
+// progress(enumerated, count_space) after each group of points, when given.
+Space enumerate_space(const Experiment& base, const SpaceOptions& o,
+                      const std::function<void(int64_t, int64_t)>& progress = {});
 
 }  // namespace rm::search

@@ -11,10 +11,12 @@
 #include <tuple>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "sim/config/config_store.hpp"
+#include "sim/generate/footprint.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/report/bound_by.hpp"
 #include "sim/topology/topology.hpp"
@@ -465,6 +467,100 @@ TEST(Plan, NoValidLayoutIsAnError) {
   o.space.gpus = 7;
   o.space.fixed = {"parallel.dp"};
   EXPECT_THROW(plan(small(), store(), o), ConfigError);
+}
+
+// count_space is what enumerate_space generates, without generating it: on
+// the small space, with keys fixed, and across two nodes with hierarchical rings.
+TEST(PlanSpace, CountIsWhatTheEnumerationGenerates) {
+  SpaceOptions fixed = small_space();
+  fixed.fixed = {"parallel.ring", "parallel.dp", "parallel.checkpoint"};
+  SpaceOptions nodes;  // 16 GPUs of two H200 nodes, 64K tokens
+  nodes.gpus = 16;
+  const Experiment two_nodes = small({"cluster.nodes=2", "workload.seq_len=64k"});
+  for (const auto& [e, o] : std::vector<std::pair<Experiment, SpaceOptions>>{
+           {small(), small_space()}, {small(), fixed}, {two_nodes, nodes}}) {
+    const Space s = enumerate_space(e, o);
+    EXPECT_EQ(count_space(e, o).layouts, s.enumerated);
+    EXPECT_GT(s.invalid, 0);  // the checks below see refusals too
+  }
+}
+
+// The enumeration's non-throwing checks (parallel_refusal, structure_refusal)
+// refuse exactly what check_parallel and count_step_ops throw for, with the
+// same message: every point of a 16-GPU, two-node space (uneven hierarchical
+// groups, windows, partitions that do not divide the sequence).
+TEST(PlanSpace, RefusalsWithoutThrowingAreTheThrowingChecks) {
+  const Experiment base = small({"cluster.nodes=2", "workload.seq_len=24k"});
+  int64_t refused = 0, structural = 0, points = 0;
+  for (int cp : {1, 2, 3, 4, 6, 8, 12, 16})
+    for (int hp : {1, 2, 4})
+      for (RingKind ring : {RingKind::ring, RingKind::double_ring, RingKind::hierarchical})
+        for (PlacementOrder pl : {PlacementOrder::head_first, PlacementOrder::context_first, PlacementOrder::interleaved})
+          for (int window : {1, 2, 3}) {
+            if (cp * hp > 16) continue;
+            Experiment e = base;
+            Layout l = layout_of(base);
+            l.cp = cp, l.hp = hp, l.dp = 1, l.ring = ring, l.placement = pl, l.window = window;
+            l.partition = Partition::zigzag;
+            assign_layout(e, l);
+            ++points;
+            std::string thrown;
+            try {
+              check_parallel(e);
+            } catch (const ConfigError& err) {
+              thrown = err.what();
+            }
+            EXPECT_EQ(parallel_refusal(e), thrown) << layout_label(l);
+            refused += !thrown.empty();
+            if (!thrown.empty()) continue;
+            std::string generator;
+            try {
+              (void)generate::count_step_ops(e);
+            } catch (const ConfigError& err) {
+              generator = err.what();
+            }
+            EXPECT_EQ(generate::structure_refusal(e), generator) << layout_label(l);
+            structural += !generator.empty();
+          }
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(structural, 0);  // uneven hierarchical groups were among them
+  EXPECT_GT(points - refused - structural, 0);
+}
+
+// A space above max_layouts is refused before it is enumerated (the CLI's
+// 100,000-node case is CliPlan.AnEnormousClusterIsAnsweredAtOnce), and the
+// enumeration reports its progress against the count.
+TEST(Plan, ASpaceAboveTheLimitIsRefusedBeforeEnumerating) {
+  PlanOptions o = options(true);
+  const SpaceSize n = count_space(small(), o.space);
+  std::vector<std::string> stages;
+  o.progress = [&](const std::string& stage, int64_t, int64_t) { stages.push_back(stage); };
+  auto refusal = [&](const PlanOptions& x) -> std::string {
+    try {
+      plan(small(), store(), x);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "not refused";
+  };
+  PlanOptions by_count = o;
+  by_count.max_layouts = n.layouts - 1;
+  const std::string counted = refusal(by_count);
+  EXPECT_NE(counted.find(fmt::format("holds {} layouts ({} hierarchical", n.layouts, n.hierarchical)), std::string::npos)
+      << counted;
+  EXPECT_NE(counted.find(fmt::format("above the planner's limits ({} layouts", n.layouts - 1)), std::string::npos) << counted;
+  EXPECT_NE(counted.find("--fix KEY"), std::string::npos) << counted;
+  PlanOptions by_time = o;  // the estimate alone refuses too
+  by_time.max_enumeration_s = enumeration_seconds(n, 4) / 2;
+  EXPECT_NE(refusal(by_time).find("above the planner's limits"), std::string::npos);
+  EXPECT_TRUE(stages.empty());  // nothing was enumerated
+  int64_t last_done = -1, total = -1;
+  const Space s = enumerate_space(small(), o.space, [&](int64_t done, int64_t t) {
+    EXPECT_GE(done, last_done);
+    last_done = done, total = t;
+  });
+  EXPECT_EQ(total, n.layouts);
+  EXPECT_EQ(last_done, s.enumerated);
 }
 
 TEST(Plan, ReasonNamesTheLargestCause) {

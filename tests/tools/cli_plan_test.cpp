@@ -177,5 +177,21 @@ TEST(CliPlan, NothingFitsNamesTheSmallestShortfall) {
   EXPECT_THAT(r.err, HasSubstr("GB more"));
 }
 
+// Issue 41: the default experiment on 100,000 nodes (800,000 GPUs) at 16G
+// tokens enumerated for minutes, printing nothing (its hierarchical rings are
+// checked rank by rank). Its space is counted and its enumeration estimated
+// before anything is enumerated, and refused in one line naming the count, the
+// estimate and how to narrow it. (ctest also runs this test alone with a short TIMEOUT:
+// cli_plan_enormous_cluster, tests/tools/CMakeLists.txt.)
+TEST(CliPlan, AnEnormousClusterIsAnsweredAtOnce) {
+  const auto r = run_cli("plan --set cluster.nodes=100000 --set workload.seq_len=16G");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("the search space of 800000 GPUs holds "));
+  EXPECT_THAT(r.err, HasSubstr("above the planner's limits (2000000 layouts, ~60 s)"));
+  EXPECT_THAT(r.err, HasSubstr("--fix KEY"));
+}
+
 }  // namespace
 }  // namespace rm::test

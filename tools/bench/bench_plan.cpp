@@ -74,6 +74,12 @@ int main(int argc, char** argv) {
     if (!budget_given) o.screen_budget = rm::search::auto_screen_budget(o.space.gpus > 0 ? o.space.gpus : e.cluster.gpus());
     if (count_only) {
       // The space and the memory screen only: what the planner does before it simulates anything.
+      const auto t0c = clock::now();
+      const rm::search::SpaceSize n = rm::search::count_space(e, o.space);
+      std::printf("counted %lld layouts, %lld hierarchical (%.3f s); estimated enumeration %.1f s\n",
+                  (long long)n.layouts, (long long)n.hierarchical,
+                  std::chrono::duration<double>(clock::now() - t0c).count(),
+                  rm::search::enumeration_seconds(n, o.space.gpus > 0 ? o.space.gpus : e.cluster.gpus()));
       const auto t = clock::now();
       const rm::search::Space s = rm::search::enumerate_space(e, o.space);
       const double t_enum = std::chrono::duration<double>(clock::now() - t).count();
