@@ -28,6 +28,10 @@ Emission emit_experiment(const Experiment& e, const ConfigStore& store) {
   out.framework = Framework::experiment;
   out.runs = with_parallel(e, e.parallel);
   nlohmann::json j = out.runs.resolved;
+  // Says what the file is; the description it came with follows.
+  const std::string was = j.value("description", std::string());
+  j["description"] = fmt::format("ringmaster --emit experiment of {}: {}{}", out.runs.name,
+                                 layout_line(out.runs.parallel), was.empty() ? "" : ". " + was);
   name_if_unchanged(j["cluster"], "clusters", store);
   name_if_unchanged(j["model"], "models", store);
   if (j.contains("workload")) name_if_unchanged(j["workload"]["pattern"], "patterns", store);

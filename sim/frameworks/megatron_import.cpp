@@ -163,7 +163,9 @@ MegatronImport import_megatron(const std::string& args, int gpus, const ConfigSt
     model["vocab"] = *vocab;
     out.model = model;
   }
-  row("--num-layers ... --vocab-size", "model", out.model.is_string() ? out.model.get<std::string>() : "inline");
+  out.read.push_back({"--num-layers --hidden-size --num-attention-heads ...", "model",
+                      out.model.is_string() ? out.model.get<std::string>() + " (the shipped model of this shape)"
+                                            : "inline (no shipped model has this shape)"});
 
   // The workload.
   const int64_t seq = need("--seq-length");
