@@ -12,10 +12,12 @@ namespace rm::frameworks {
 Nearest megatron_nearest(const Experiment& e, const std::string& framework) {
   Nearest n(e, framework);
   Parallel& p = n.p;
-  if (p.cp > 1) {
+  if (p.hp * p.cp > 1) {  // its data loader splits over the whole context-parallel group, a2a included
     n.set(p.partition, Partition::zigzag, "partition",
           "the only split it has: 2*CP chunks, rank i holding chunks i and 2*CP-1-i");
     n.set(p.shuffle, ShuffleMode::once, "shuffle", "the zigzag order is made once, at data loading");
+  }
+  if (p.cp > 1) {
     n.set(p.ring, RingKind::ring, "ring", "cp_comm_type p2p is one flat ring; no double or hierarchical ring");
     n.set(p.window, 1, "window", "no double ring");
     n.set(p.ring_order, RingOrder::rank, "ring_order", "the ring visits context ranks in rank order");

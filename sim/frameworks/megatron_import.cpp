@@ -250,21 +250,18 @@ MegatronImport import_megatron(const std::string& args, int gpus, const ConfigSt
     }
   }
   const int zero = has("--use-distributed-optimizer") ? 1 : 0;
-  out.parallel = {{"dp", dp},
-                  {"tp", tp},
-                  {"hp", hp},
-                  {"cp", cp},
-                  {"partition", "zigzag"},
-                  {"shuffle", "once"},
-                  {"ring", "ring"},
-                  {"placement", "head_first"},
-                  {"checkpoint", checkpoint},
-                  {"zero_stage", zero}};
+  out.parallel = {{"dp", dp}, {"tp", tp}, {"hp", hp}, {"cp", cp}, {"ring", "ring"}, {"placement", "head_first"},
+                  {"checkpoint", checkpoint}, {"zero_stage", zero}};
+  if (context > 1) {  // its data loader's zigzag, over the whole context-parallel group
+    out.parallel["partition"] = "zigzag";
+    out.parallel["shuffle"] = "once";
+  }
   row(gpus > 0 ? "--global-batch-size" : "--global-batch-size / --micro-batch-size", "parallel.dp", dp);
   row("--tensor-model-parallel-size", "parallel.tp", tp);
   row("--cp-comm-type", "parallel.hp", hp);
   row("--context-parallel-size", "parallel.cp", cp);
-  row("--cp-comm-type", "parallel.partition", "zigzag (2*CP chunks, made at data loading: shuffle once)");
+  if (context > 1)
+    row("--context-parallel-size", "parallel.partition", "zigzag (2*CP chunks, made at data loading: shuffle once)");
   row("--recompute-granularity", "parallel.checkpoint", checkpoint);
   row("--use-distributed-optimizer", "parallel.zero_stage", zero);
   return out;
