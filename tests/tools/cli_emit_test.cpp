@@ -216,13 +216,16 @@ TEST(CliEmit, ImportListsWhatItDidNotReadInOneWarning) {
 }
 
 TEST(CliEmit, EveryNewOptionHasHelp) {
-  for (const char* cmd : {"simulate --help", "plan --help", "import megatron --help", "import --help"}) {
+  for (const char* cmd : {"simulate --help", "plan --help", "import --help"}) {
     const auto r = run_cli(cmd);
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_FALSE(r.out.empty()) << cmd;
   }
   EXPECT_THAT(run_cli("simulate --help").out, HasSubstr("--emit"));
-  EXPECT_THAT(run_cli("import megatron --help").out, HasSubstr("--args-file"));
+  EXPECT_THAT(run_cli("import --help").out, HasSubstr("--args-file"));
+  const auto other = run_cli("import deepspeed --args '--num-layers 2'");
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_THAT(other.err, HasSubstr("import: expected the framework megatron"));
 }
 
 }  // namespace

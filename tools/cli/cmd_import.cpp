@@ -1,4 +1,4 @@
-// `ringmaster import megatron`: a Megatron-LM argument list (pretrain_gpt.py's)
+// `ringmaster import megatron [EXPERIMENT]`: a Megatron-LM argument list (pretrain_gpt.py's)
 // read into an experiment over a base experiment's cluster, pattern and kernel
 // (sim/frameworks/megatron_import.hpp): the table of what each argument became,
 // one warning listing what was not read, and the experiment file (-o) that
@@ -19,6 +19,7 @@ namespace rm::cli {
 namespace {
 
 struct Options {
+  std::string framework;
   ExperimentOptions exp;  // the base: cluster, pattern, kernel, scope
   std::string args;
   std::string args_file;
@@ -40,6 +41,9 @@ std::string read_args(const Options& o) {
 }
 
 void run(const Options& o) {
+  if (o.framework != "megatron")
+    throw ConfigError(fmt::format("import: expected the framework megatron (the only one read back), got \"{}\"",
+                                  o.framework));
   if (o.gpus < 0) throw ConfigError(fmt::format("--gpus: expected 0 (from the batch sizes) or more, got {}", o.gpus));
   const std::string args = read_args(o);
   const ConfigStore store = o.exp.store();
@@ -88,17 +92,18 @@ void run(const Options& o) {
 }  // namespace
 
 void register_import(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("import", "Read a framework's settings into an experiment (megatron)");
-  cmd->require_subcommand(1);
   auto o = std::make_shared<Options>();
-  CLI::App* m = cmd->add_subcommand(
-      "megatron", "Read Megatron-LM pretrain_gpt.py arguments into an experiment over the given one's cluster and pattern");
-  add_experiment_options(m, o->exp);
-  m->add_option("--args", o->args, "The arguments, as one string: \"--num-layers 32 --hidden-size 4096 ...\"");
-  m->add_option("--args-file", o->args_file, "A file holding the arguments (comments and line continuations allowed)");
-  m->add_option("--gpus", o->gpus, "The world size (data parallel = GPUs / (tp x cp)); default: global / micro batch");
-  m->add_option("-o,--output", o->file, "Write the experiment to this file");
-  m->callback([o] { run(*o); });
+  CLI::App* cmd = app.add_subcommand(
+      "import", "Read a framework's settings into an experiment: `import megatron [EXPERIMENT] --args \"...\"` reads "
+                "Megatron-LM pretrain_gpt.py arguments over the experiment's cluster, pattern and kernel");
+  // Before the experiment options, so the first positional is the framework.
+  cmd->add_option("framework", o->framework, "The framework whose settings are read: megatron")->required();
+  add_experiment_options(cmd, o->exp);
+  cmd->add_option("--args", o->args, "The arguments, as one string: \"--num-layers 32 --hidden-size 4096 ...\"");
+  cmd->add_option("--args-file", o->args_file, "A file holding the arguments (comments and line continuations allowed)");
+  cmd->add_option("--gpus", o->gpus, "The world size (data parallel = GPUs / (tp x cp)); default: global / micro batch");
+  cmd->add_option("-o,--output", o->file, "Write the experiment to this file");
+  cmd->callback([o] { run(*o); });
 }
 
 }  // namespace rm::cli
