@@ -228,7 +228,7 @@ MegatronImport import_megatron(const std::string& args, int gpus, const ConfigSt
                                     "--micro-batch-size {}", global, micro));
     dp = global / micro;  // no gradient accumulation
   }
-  if (gpus > 0 && global != micro * dp)
+  if (gpus > 0 && has("--global-batch-size") && global != micro * dp)
     out.ignored.push_back(fmt::format("--global-batch-size {} (gradient accumulation is not modelled: one micro-batch "
                                       "per step)", global));
   std::string checkpoint = "none";
