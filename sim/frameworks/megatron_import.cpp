@@ -256,7 +256,12 @@ MegatronImport import_megatron(const std::string& args, int gpus, const ConfigSt
     out.parallel["partition"] = "zigzag";
     out.parallel["shuffle"] = "once";
   }
-  row(gpus > 0 ? "--global-batch-size" : "--global-batch-size / --micro-batch-size", "parallel.dp", dp);
+  if (gpus > 0)
+    out.read.push_back({fmt::format("--gpus {} / (tp {} x context {})", gpus, tp, context), "parallel.dp",
+                        std::to_string(dp)});
+  else
+    out.read.push_back({fmt::format("--global-batch-size {} / --micro-batch-size {}", global, micro), "parallel.dp",
+                        std::to_string(dp)});
   row("--tensor-model-parallel-size", "parallel.tp", tp);
   row("--cp-comm-type", "parallel.hp", hp);
   row("--context-parallel-size", "parallel.cp", cp);
