@@ -177,6 +177,8 @@ TEST(CliEmit, BadInputIsOneLineAndExitTwoWithNothingWritten) {
            {"import megatron" + kBase + " --args '--num-layers 3 --hidden-size 512 --num-attention-heads 8 "
             "--seq-length 8192' -o " + out,
             "expected --vocab-size"},
+           {"import megatron" + kBase + " --args-file " + (kCases / "cases.txt").string() + " -o " + out,
+            "--args-file " + (kCases / "cases.txt").string() + ": Megatron arguments:"},
            {"import megatron" + kBase + " --args '--num-layers 2' --args-file x -o " + out,
             "exactly one of --args or --args-file"},
            {"import megatron" + kBase + " --args '--num-layers 2 --hidden-size 2048 --num-attention-heads 16 "

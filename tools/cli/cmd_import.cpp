@@ -52,7 +52,14 @@ void run(const Options& o) {
                                          : store.load("experiments", o.exp.file, "experiment");
   for (const auto& set : o.exp.sets) apply_override(base.json, set, store, base.base_dir);
   const std::string base_name = base.json.value("name", std::string("experiment"));
-  const frameworks::MegatronImport imp = frameworks::import_megatron(args, o.gpus, store);
+  const frameworks::MegatronImport imp = [&] {
+    try {
+      return frameworks::import_megatron(args, o.gpus, store);
+    } catch (const ConfigError& err) {
+      if (o.args_file.empty()) throw;
+      throw ConfigError(fmt::format("--args-file {}: {}", o.args_file, err.what()));  // which file, too
+    }
+  }();
   nlohmann::json j = base.json;
   j["name"] = base_name + "-megatron";
   j["description"] = fmt::format("Read from Megatron-LM arguments (ringmaster import megatron) over the cluster, "
