@@ -129,9 +129,12 @@ MegatronImport import_megatron(const std::string& args, int gpus, const ConfigSt
 
   // The model shape.
   const int64_t layers = need("--num-layers"), hidden = need("--hidden-size"), heads = need("--num-attention-heads");
-  const int64_t kv = integer_or("--num-query-groups", heads);
-  if (has("--num-query-groups") && !has("--group-query-attention"))
-    out.ignored.push_back("--num-query-groups without --group-query-attention (Megatron ignores it; read anyway)");
+  // As Megatron reads them: query groups only with --group-query-attention (then 1 unless given).
+  const bool gqa = has("--group-query-attention");
+  const int64_t kv = gqa ? integer_or("--num-query-groups", 1) : heads;
+  if (has("--num-query-groups") && !gqa)
+    out.ignored.push_back(fmt::format("--num-query-groups {} (without --group-query-attention Megatron ignores it: "
+                                      "{} KV heads)", single("--num-query-groups"), heads));
   const int64_t head_dim = integer_or("--kv-channels", hidden / heads);
   const bool swiglu = has("--swiglu");
   // Megatron's default MLP width: 4h, or 2/3 of it rounded down to a multiple of 64 with SwiGLU.
