@@ -170,5 +170,25 @@ TEST(CliDiff, BadInputIsOneLineAndExitTwo) {
   }
 }
 
+// Key fields of another type (a hand-edited report, another version's) name
+// their rows as text instead of ending diff in a library's type error.
+TEST(CliDiff, KeyFieldsOfAnotherTypeStillNameTheirRows) {
+  Runs r;
+  auto j = nlohmann::json::parse(run_cli("simulate --json" + kTwoNodes).out);
+  ASSERT_FALSE(j["critical_path"]["by_kind"].empty());
+  j["critical_path"]["by_kind"][0]["kind"] = 7;
+  j["critical_path"]["by_kind"][0]["phase"] = nullptr;
+  for (auto& l : j["bound_by"]["links"]) l["name"] = 3.5;
+  for (auto& p : j["bound_by"]["phases"]) p["phase"] = false;
+  write(r.a, j.dump());
+  write(r.b, run_cli("simulate --json" + kTwoNodes).out);
+  auto res = run_cli("diff --json " + r.a + " " + r.b);
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  const auto d = nlohmann::json::parse(res.out);
+  bool named = false;
+  for (const auto& row : d.at("critical_path_by_kind")) named = named || row.dump().find("7 null") != std::string::npos;
+  EXPECT_TRUE(named) << d.at("critical_path_by_kind").dump();
+}
+
 }  // namespace
 }  // namespace rm::test

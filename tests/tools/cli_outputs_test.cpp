@@ -61,6 +61,9 @@ const std::vector<OutputFlag> kOutputFlags = {
     {"calibrate --runs " + kCalibrate + " --out cal.json", "--kernel-out"},
     {"calibrate --runs " + kCalibrate + " --out cal.json", "--residuals"},
     {"calibrate --runs " + kCalibrate, "--out"},
+    {"simulate runtime-tiny-ring --emit experiment", "--emit-file"},
+    {"plan runtime-tiny-ring --engine-confirm none --gpus 4 --emit megatron", "-o"},
+    {"import megatron --args '--num-layers 2'", "-o"},
 };
 
 TEST_F(CliOutputs, EveryOutputFlagRefusesADestinationThatCannotBeWrittenWithExit2) {

@@ -85,6 +85,7 @@ void register_compare(CLI::App& app);
 void register_calibrate(CLI::App& app);
 void register_diff(CLI::App& app);
 void register_imbalance(CLI::App& app);
+void register_import(CLI::App& app);
 void register_plan(CLI::App& app);
 void register_replay(CLI::App& app);
 void register_schedule(CLI::App& app);

@@ -93,6 +93,14 @@ struct Row {
 };
 
 // Rows keyed by a name built from each element of an array (critical path by kind, phases, links).
+// A row's key field as text: a report of another version (or a hand-edited one)
+// may hold a number there, which names the row as well as a string does.
+std::string key_text(const json& e, const char* key) {
+  if (!e.contains(key)) return "";
+  const json& v = e[key];
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
 std::vector<Row> keyed_rows(const json& ja, const json& jb, const std::string& array_path, auto key_of,
                             const std::string& value) {
   std::map<std::string, Row> rows;
@@ -198,17 +206,17 @@ void run(const Options& o) {
     figures.push_back({p, number_at(a, p), number_at(b, p)});
   const auto by_kind = moved(keyed_rows(
       a, b, "critical_path.by_kind",
-      [](const json& e) { return e.value("kind", std::string()) + " " + e.value("phase", std::string()); }, "seconds"));
+      [](const json& e) { return key_text(e, "kind") + " " + key_text(e, "phase"); }, "seconds"));
   std::vector<Row> phases;
   for (const char* f : {"compute_mean_s", "exposed_comm_mean_s", "critical_compute_s", "critical_comm_s"})
     for (Row& r : keyed_rows(a, b, "bound_by.phases",
-                             [&](const json& e) { return e.value("phase", std::string()) + " " + f; }, f))
+                             [&](const json& e) { return key_text(e, "phase") + " " + f; }, f))
       phases.push_back(std::move(r));
   // Links: the busiest of each kind, then each link both runs list (each lists only its busiest).
   std::vector<Row> link_rows = keyed_rows(
-      a, b, "bound_by.link_kinds", [](const json& e) { return "busiest " + e.value("kind", std::string()); },
+      a, b, "bound_by.link_kinds", [](const json& e) { return "busiest " + key_text(e, "kind"); },
       "utilisation");
-  for (Row& r : keyed_rows(a, b, "bound_by.links", [](const json& e) { return e.value("name", std::string()); },
+  for (Row& r : keyed_rows(a, b, "bound_by.links", [](const json& e) { return key_text(e, "name"); },
                            "utilisation"))
     if (r.a && r.b) link_rows.push_back(std::move(r));
   const auto links = moved(std::move(link_rows));

@@ -21,6 +21,7 @@
 #include "traces/text_write.hpp"
 #include "tools/cli/cli_common.hpp"
 #include "tools/cli/allocator_tuning.hpp"
+#include "tools/cli/emit_option.hpp"
 
 
 namespace rm::cli {
@@ -41,6 +42,7 @@ struct Options {
   std::string symmetry = "auto";
   std::string extrapolate = "auto";
   std::string screen_budget = "auto";
+  EmitOptions emit;
 };
 
 nlohmann::json candidate_json(const search::PlanCandidate& c, const Experiment& base) {
@@ -162,9 +164,15 @@ void run(const Options& o) {
   po.progress = [&](const std::string& stage, int64_t done, int64_t total) {
     line.update(stage, int(done), int(std::max<int64_t>(total, 1)));
   };
+  const auto emit_to = emit_framework(o.emit);  // an unknown framework before the search
   const search::PlanResult r = search::plan(base, store, po);
   const search::PlanCandidate& best = r.ranked.front();
   const Experiment winner = search::apply_layout(base, best.layout);
+  std::optional<Emitted> emitted;
+  if (emit_to) {
+    line.update("emitting the winner for " + o.emit.framework, 0, 1);
+    emitted = emit_layout(o.emit, *emit_to, winner, store, best.analytic.report.step_time_s);
+  }
 
   if (!o.export_file.empty()) {
     line.update("writing " + o.export_file, 0, 1);
@@ -207,6 +215,7 @@ void run(const Options& o) {
     if (st.screen_pruned_comm > 0) j["search"]["screen_pruned_by_ring_floor"] = st.screen_pruned_comm;
     j["experiment"] = summary_json(base);
     if (!o.export_file.empty()) j["export"] = o.export_file;
+    if (emitted) j["emit"] = emitted_json(o.emit, *emitted);
     traces::write_standard_output(j.dump(2) + "\n");
     return;
   }
@@ -282,6 +291,7 @@ void run(const Options& o) {
   if (std::any_of(r.ranked.begin(), r.ranked.end(), [](const auto& c) { return !c.analytic.estimated.empty(); }))
     text += "* estimated from steps of 1 and up to 4 layers of the layout (docs/planner.md), not simulated whole\n";
   if (!o.export_file.empty()) text += fmt::format("\nthe winner's Schedule written to {}\n", o.export_file);
+  if (emitted) text += emitted_text(o.emit, *emitted);
   traces::write_standard_output(text);
 }
 
@@ -307,6 +317,7 @@ void register_plan(CLI::App& app) {
   cmd->add_flag("--no-screen", o->no_screen,
                 "Rank full steps only (exact under the compute floor), without first screening one layer of each layout");
   add_output_option(cmd, "--export", o->export_file, "Write the winner's Schedule (.json or .json.gz)");
+  add_emit_options(cmd, o->emit, "the winner");
   cmd->add_option("--screen-budget", o->screen_budget,
                   "At most N one-layer simulations in the screen, lowest floors first (0: no limit); "
                   "auto: no limit up to 1,024 GPUs, 64 above")

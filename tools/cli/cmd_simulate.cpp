@@ -15,10 +15,12 @@
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/pipeline/stream_choice.hpp"
 #include "sim/schedule/schedule_file.hpp"
+#include "sim/search/evaluate.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/text_write.hpp"
 #include "tools/cli/cli_common.hpp"
 #include "tools/cli/allocator_tuning.hpp"
+#include "tools/cli/emit_option.hpp"
 
 namespace rm::cli {
 
@@ -32,6 +34,7 @@ struct Options {
   std::string symmetry = "off";
   std::string stream = "auto";
   int threads = 0;  // 0: default_threads()
+  EmitOptions emit;
 };
 
 // What a streamed run adds to the output.
@@ -44,7 +47,8 @@ struct StreamNote {
 // The report, as text or JSON: ops and ranks are what was simulated (replica 0's with
 // the data-parallel shortcut, one_replica).
 void print_report(const Options& o, const Experiment& e, const report::StepReport& rep, const std::string& generator,
-                  int64_t ops, int ranks, bool one_replica, const std::string& symmetry_line, const StreamNote& streamed) {
+                  int64_t ops, int ranks, bool one_replica, const std::string& symmetry_line, const StreamNote& streamed,
+                  const std::optional<Emitted>& emitted) {
   if (o.exp.json) {
     nlohmann::json j = report::to_json(rep);
     j["experiment"] = summary_json(e);
@@ -69,6 +73,7 @@ void print_report(const Options& o, const Experiment& e, const report::StepRepor
     else if (!streamed.why.empty())
       j["streamed"] = {{"chunks", 0}, {"note", streamed.why}};
     if (!o.trace.empty()) j["trace"] = o.trace;
+    if (emitted) j["emit"] = emitted_json(o.emit, *emitted);
     traces::write_standard_output(j.dump(2) + "\n");
     return;
   }
@@ -82,6 +87,7 @@ void print_report(const Options& o, const Experiment& e, const report::StepRepor
     text += "streamed: no: " + streamed.why + "\n\n";
   text += report::to_text(rep);
   if (!o.trace.empty()) text += fmt::format("\nTimeline written to {} (open it in https://ui.perfetto.dev)\n", o.trace);
+  if (emitted) text += emitted_text(o.emit, *emitted);
   traces::write_standard_output(text);
 }
 
@@ -101,6 +107,20 @@ void run(const Options& o) {
     throw ConfigError(fmt::format("--stream: expected auto, on or off, got \"{}\"", o.stream));
   if (o.threads < 0) throw ConfigError(fmt::format("--threads: expected 0 (up to 8 cores) or more, got {}", o.threads));
   const int threads = o.threads > 0 ? o.threads : default_threads();
+  const auto emit_to = emit_framework(o.emit);
+  // The layout handed over (--emit), after its step is known: a Schedule file's experiment too.
+  auto emit_for = [&](const Experiment& ex, const report::StepReport& rep) -> std::optional<Emitted> {
+    if (!emit_to) return std::nullopt;
+    double analytic_s = rep.step_time_s;
+    if (*kind != engine::EngineKind::analytic) {  // the nearest layout is predicted by the analytic engine: compare like with like
+      search::EvaluateOptions analytic;
+      analytic.bound_by = false;
+      pipeline::Session again;
+      const search::Outcome own = search::evaluate_one(ex, analytic, again);
+      if (own.ok) analytic_s = own.report.step_time_s;
+    }
+    return emit_layout(o.emit, *emit_to, ex, o.exp.store(), analytic_s);
+  };
   if (o.stream == "on") {  // what a streamed run cannot give
     if (!o.schedule_file.empty()) throw ConfigError("--stream on: a Schedule file is read whole; give an experiment instead");
     if (!o.trace.empty()) throw ConfigError("--stream on: a streamed run keeps no Timeline to write (--trace)");
@@ -162,7 +182,7 @@ void run(const Options& o) {
       streamed.stats = choice.run->stats;
       symmetry_line = symmetry_note(choice.one_replica, symmetry_line);
       print_report(o, e, choice.run->report, choice.run->generator, choice.run->stats.ops, choice.run->ranks,
-                   choice.one_replica, symmetry_line, streamed);
+                   choice.one_replica, symmetry_line, streamed, emit_for(e, choice.run->report));
       return;
     }
     if (try_one) {  // the data-parallel shortcut (docs/engines.md, "Replica symmetry")
@@ -198,7 +218,7 @@ void run(const Options& o) {
     traces::write_chrome_trace(sim.timeline, o.trace);
   }
   print_report(o, e, rep, s.generator, int64_t(s.ops.size()), int(s.ranks.size()), s.symmetry.replicas > 1,
-               symmetry_line, streamed);
+               symmetry_line, streamed, emit_for(e, rep));
 }
 }  // namespace
 
@@ -210,6 +230,7 @@ void register_simulate(CLI::App& app) {
       ->capture_default_str();
   add_output_option(cmd, "--trace", o->trace, "Write the predicted Timeline as Chrome-trace JSON (.gz to compress)");
   cmd->add_option("--schedule", o->schedule_file, "Simulate this Schedule file (from `ringmaster schedule`) instead");
+  add_emit_options(cmd, o->emit, "this layout");
   cmd->add_option("--symmetry", o->symmetry,
                   "dp: simulate one data-parallel replica for all when that is provably exact (either engine), "
                   "else the full step with a line saying why")
