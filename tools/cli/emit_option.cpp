@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sim/search/evaluate.hpp"
+#include "tools/cli/cli_common.hpp"
 #include "traces/text_file.hpp"
 
 namespace rm::cli {
