@@ -22,6 +22,8 @@ const std::vector<std::string> kCommands{"imbalance", "plan", "schedule", "simul
 std::string invoke(const std::string& cmd) { return cmd == "sweep" ? cmd + " --grid parallel.partition=zigzag,stripe" : cmd; }
 // Commands that take no experiment (they read other commands' outputs or recorded traces): --json, no --configs.
 const std::vector<std::string> kFileCommands{"calibrate", "compare", "diff", "replay"};
+// Commands that write an experiment from flags (no experiment in, --configs for the names they take).
+const std::vector<std::string> kStartCommands{"init"};
 
 // A config folder holding a small experiment "tiny" (2 layers, 16K tokens on
 // one 8-GPU node, attention forward), so a run that silently fell back to the
@@ -114,6 +116,7 @@ TEST(CliOptions, HelpListsCommandsThatRunAndEachHasJson) {
     listed.push_back((*it)[1]);
   std::vector<std::string> all = kCommands;
   all.insert(all.end(), kFileCommands.begin(), kFileCommands.end());
+  all.insert(all.end(), kStartCommands.begin(), kStartCommands.end());
   std::sort(all.begin(), all.end());
   EXPECT_EQ(listed, all);
   for (const auto& cmd : listed) {

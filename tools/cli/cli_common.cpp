@@ -25,6 +25,18 @@ void add_experiment_options(CLI::App* cmd, ExperimentOptions& o) {
   cmd->add_flag("--json", o.json, "Print JSON for machines instead of a table");
 }
 
+std::string setup_words(const Experiment& e) {
+  // Framework profiles (configs/frameworks/) do not exist yet: none is ever in effect.
+  return fmt::format("pattern {} ({}), attention kernel {}, framework profile none", pattern_name(e.workload),
+                     pattern_kind(e.workload), e.kernel.name);
+}
+
+Experiment ExperimentOptions::load() const {
+  Experiment e = load_experiment(store(), file, sets);
+  for (const auto& w : e.warnings) std::fprintf(stderr, "ringmaster: warning: %s\n", w.c_str());
+  return e;
+}
+
 std::string experiment_header(const Experiment& e) {
   const nlohmann::json j = summary_json(e);
   auto keys = [](const nlohmann::json& o) {
@@ -35,6 +47,7 @@ std::string experiment_header(const Experiment& e) {
   std::string out = fmt::format("experiment {} ({}): model {} on cluster {}, scope {}\n", e.name, e.source,
                                 e.model.name, e.cluster.name, to_string(e.scope));
   out += fmt::format("  workload {}\n  parallel {}\n", keys(j["workload"]), keys(j["parallel"]));
+  out += fmt::format("  {} ({})\n", setup_words(e), e.kernel_choice);
   if (e.parallel.world() < e.cluster.gpus())
     out += fmt::format("  uses {} of the cluster's {} GPUs (dp*tp*hp*cp)\n", e.parallel.world(), e.cluster.gpus());
   return out;

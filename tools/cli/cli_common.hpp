@@ -20,15 +20,20 @@ struct ExperimentOptions {
   bool json = false;
 
   ConfigStore store() const { return ConfigStore(config_dirs); }
-  Experiment load() const { return load_experiment(store(), file, sets); }
+  // Loads the experiment and prints its warnings (one line each) on stderr.
+  Experiment load() const;
 };
 
 // Adds [EXPERIMENT] --set --configs --json to a subcommand.
 void add_experiment_options(CLI::App* cmd, ExperimentOptions& o);
 
 // The head of a text report: the resolved experiment (every key of
-// summary_json), and a line saying so when it uses fewer GPUs than the cluster has.
+// summary_json), the pattern, attention kernel (and why it was chosen) and
+// framework profile in effect, and a line saying so when it uses fewer GPUs
+// than the cluster has.
 std::string experiment_header(const Experiment& e);
+// "pattern P (kind), attention kernel K, framework profile F": what a report's head names.
+std::string setup_words(const Experiment& e);
 
 // Progress on stderr, only when it is a terminal and output is not JSON.
 class ProgressLine {
@@ -80,6 +85,7 @@ void register_compare(CLI::App& app);
 void register_calibrate(CLI::App& app);
 void register_diff(CLI::App& app);
 void register_imbalance(CLI::App& app);
+void register_init(CLI::App& app);
 void register_plan(CLI::App& app);
 void register_replay(CLI::App& app);
 void register_schedule(CLI::App& app);

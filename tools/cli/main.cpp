@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   rm::cli::register_compare(app);
   rm::cli::register_diff(app);
   rm::cli::register_imbalance(app);
+  rm::cli::register_init(app);
   rm::cli::register_plan(app);
   rm::cli::register_replay(app);
   rm::cli::register_schedule(app);
