@@ -31,10 +31,22 @@ std::string setup_words(const Experiment& e) {
                      pattern_kind(e.workload), e.kernel.name);
 }
 
+namespace {
+std::vector<std::string>& pending_warnings() {
+  static std::vector<std::string> w;
+  return w;
+}
+}  // namespace
+
 Experiment ExperimentOptions::load() const {
   Experiment e = load_experiment(store(), file, sets);
-  for (const auto& w : e.warnings) std::fprintf(stderr, "ringmaster: warning: %s\n", w.c_str());
+  for (const auto& w : e.warnings) pending_warnings().push_back(w);
   return e;
+}
+
+void print_warnings() {
+  for (const auto& w : pending_warnings()) std::fprintf(stderr, "ringmaster: warning: %s\n", w.c_str());
+  pending_warnings().clear();
 }
 
 std::string experiment_header(const Experiment& e) {

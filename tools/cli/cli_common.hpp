@@ -20,9 +20,13 @@ struct ExperimentOptions {
   bool json = false;
 
   ConfigStore store() const { return ConfigStore(config_dirs); }
-  // Loads the experiment and prints its warnings (one line each) on stderr.
+  // Loads the experiment; its warnings wait for print_warnings().
   Experiment load() const;
 };
+
+// Prints the loaded experiments' warnings on stderr, one line each: main() calls it
+// once the command succeeded, so bad input stays one line of error.
+void print_warnings();
 
 // Adds [EXPERIMENT] --set --configs --json to a subcommand.
 void add_experiment_options(CLI::App* cmd, ExperimentOptions& o);
