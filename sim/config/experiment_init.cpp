@@ -51,7 +51,7 @@ InitResult init_experiment(const InitRequest& q, const ConfigStore& store) {
   out.choices.push_back({"parallel.dp", std::to_string(dp),
                          dp == 1 ? "one replica: the whole cluster holds one sequence"
                                  : "the GPUs context parallelism leaves, as data-parallel replicas"});
-  out.choices.push_back({"parallel.hp / tp", "1 / 1", "no head or tensor parallelism (Ulysses needs hp > 1)"});
+  out.choices.push_back({"parallel.hp, parallel.tp", "1, 1", "no head or tensor parallelism (Ulysses is hp > 1)"});
   out.choices.push_back({"parallel.partition", "zigzag", "balances a causal mask across the ring"});
   out.choices.push_back({"parallel.ring", "ring", "one flat ring over the context ranks"});
   out.choices.push_back({"parallel.checkpoint", "full", "recompute every layer in backward: the least memory"});
