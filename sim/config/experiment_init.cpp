@@ -1,5 +1,7 @@
 #include "sim/config/experiment_init.hpp"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "sim/config/cluster.hpp"
@@ -18,6 +20,12 @@ int zigzag_cp(int gpus, int64_t seq_len) {
   return 1;
 }
 
+// A config given as a .json path is written absolute: the experiment file may
+// be written elsewhere, and its relative paths would resolve against its own folder.
+std::string portable(const std::string& name) {
+  return name.ends_with(".json") ? std::filesystem::absolute(name).lexically_normal().string() : name;
+}
+
 }  // namespace
 
 InitResult init_experiment(const InitRequest& q, const ConfigStore& store) {
@@ -30,7 +38,7 @@ InitResult init_experiment(const InitRequest& q, const ConfigStore& store) {
   const Cluster c = parse_cluster(JsonReader(cluster.json, cluster.source));
 
   InitResult out;
-  nlohmann::ordered_json cluster_ref = q.cluster;
+  nlohmann::ordered_json cluster_ref = portable(q.cluster);
   int nodes = c.nodes;
   if (q.nodes && *q.nodes != c.nodes) {
     if (*q.nodes < 1) throw ConfigError(fmt::format("--nodes: expected 1 or more, got {}", *q.nodes));
@@ -63,8 +71,8 @@ InitResult init_experiment(const InitRequest& q, const ConfigStore& store) {
   e["description"] = fmt::format("Written by ringmaster init: {} at {} tokens on {} ({} GPUs), pattern {}.", q.model,
                                  q.seq_len, c.name, gpus, q.pattern);
   e["cluster"] = cluster_ref;
-  e["model"] = q.model;
-  e["workload"] = {{"seq_len", q.seq_len}, {"batch", 1}, {"pattern", q.pattern}};
+  e["model"] = portable(q.model);
+  e["workload"] = {{"seq_len", q.seq_len}, {"batch", 1}, {"pattern", portable(q.pattern)}};
   e["parallel"] = {{"dp", dp},         {"tp", 1},           {"hp", 1},
                    {"cp", cp},         {"partition", "zigzag"}, {"ring", "ring"},
                    {"checkpoint", "full"}};

@@ -83,6 +83,19 @@ TEST(CliInit, JsonSaysTheFileAndEveryChoice) {
   EXPECT_EQ(nlohmann::json::parse(slurp(file)), j.at("experiment"));
 }
 
+TEST(CliInit, AConfigGivenAsARelativePathStillLoadsFromElsewhere) {
+  const fs::path d = fresh("paths");
+  const std::string file = (d / "sub" / "job.json").string();
+  fs::create_directories(d / "sub");
+  // From configs/: the model by a path relative to there; the file written in another folder.
+  const auto r = run_cli("init job --model models/llama3-8b.json --cluster h200-1x8 --seq-len 64k -o '" + file + "'",
+                         std::string(RINGMASTER_SOURCE_DIR) + "/configs");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto sim = run_cli("simulate '" + file + "' --set scope=attention_fwd --json");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  EXPECT_EQ(nlohmann::json::parse(sim.out).at("experiment").at("model"), "llama3-8b");
+}
+
 TEST(CliInit, BadInputIsOneLineNamingTheFlagAndNoFile) {
   const fs::path d = fresh("bad");
   const std::string file = (d / "x.json").string();
