@@ -34,6 +34,7 @@ InitResult init_experiment(const InitRequest& q, const ConfigStore& store) {
   // Loaded only to check the names (the error lists the known ones) and to read the cluster's size.
   (void)store.load("models", q.model, "--model");
   (void)store.load("patterns", q.pattern, "--pattern");
+  if (!q.kernel.empty()) (void)store.load("kernels", q.kernel, "--kernel");
   LoadedConfig cluster = store.load("clusters", q.cluster, "--cluster");
   const Cluster c = parse_cluster(JsonReader(cluster.json, cluster.source));
 
@@ -76,13 +77,17 @@ InitResult init_experiment(const InitRequest& q, const ConfigStore& store) {
   e["parallel"] = {{"dp", dp},         {"tp", 1},           {"hp", 1},
                    {"cp", cp},         {"partition", "zigzag"}, {"ring", "ring"},
                    {"checkpoint", "full"}};
+  if (!q.kernel.empty()) e["kernel"] = {{"attention", portable(q.kernel)}};
   e["scope"] = "step";
-  // The kernel the loader would pick (by mask and GPU generation), written out so the file says it.
+  // Loaded as simulate would: the layout checked, and the kernel the loader picks
+  // (by mask and GPU generation) written out so the file says it.
   const Experiment loaded = parse_experiment(nlohmann::json::parse(e.dump()), "init " + q.name, "", store);
-  e.erase("scope");  // kept last in the file, after the kernel
-  e["kernel"] = {{"attention", loaded.kernel.name}};
-  e["scope"] = "step";
-  out.choices.push_back({"kernel.attention", loaded.kernel.name, loaded.kernel_choice});
+  if (q.kernel.empty()) {
+    e.erase("scope");  // kept last in the file, after the kernel
+    e["kernel"] = {{"attention", loaded.kernel.name}};
+    e["scope"] = "step";
+    out.choices.push_back({"kernel.attention", loaded.kernel.name, loaded.kernel_choice});
+  }
   return out;
 }
 

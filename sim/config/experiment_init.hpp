@@ -21,6 +21,7 @@ struct InitRequest {
   std::optional<int> nodes;        // replaces the cluster's node count
   std::string seq_len;             // "128k", "1M", "131072"
   std::string pattern = "dense-causal";  // a name under configs/patterns/
+  std::string kernel;               // configs/kernels/ name; empty: the default of mask and GPU
 };
 
 struct InitChoice {

@@ -43,10 +43,10 @@ KernelDefault default_attention_kernel(const GpuSpec& gpu, std::string_view patt
   }
   if (gpu.arch == GpuArch::unknown)
     throw ConfigError(fmt::format("{}: $.gpu.arch: missing, so no attention kernel can be chosen for {}: set gpu.arch "
-                                  "(ampere, hopper, volta, cpu) or name kernel.attention",
+                                  "(ampere, hopper, volta, cpu) or name kernel.attention (init: --kernel)",
                                   where, gpu.model));
   throw ConfigError(fmt::format("{}: $.gpu.arch: no attention kernel is shipped for {} GPUs ({}; FlashAttention needs "
-                                "Ampere or newer): name one with kernel.attention",
+                                "Ampere or newer): name one with kernel.attention (init: --kernel)",
                                 where, to_string(gpu.arch), gpu.model));
 }
 

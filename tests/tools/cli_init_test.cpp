@@ -15,6 +15,7 @@ namespace rm::test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 fs::path fresh(const std::string& name) {
@@ -94,6 +95,21 @@ TEST(CliInit, AConfigGivenAsARelativePathStillLoadsFromElsewhere) {
   const auto sim = run_cli("simulate '" + file + "' --set scope=attention_fwd --json");
   ASSERT_EQ(sim.exit_code, 0) << sim.err;
   EXPECT_EQ(nlohmann::json::parse(sim.out).at("experiment").at("model"), "llama3-8b");
+}
+
+TEST(CliInit, KernelNamesTheKernelInsteadOfTheDefault) {
+  // ring-flash-attention calls FlashAttention-2, on Hopper too.
+  const auto r = run_cli("init rfa --model llama3-8b --cluster h800-1x8 --seq-len 64k --kernel fa2 -o -");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("kernel").at("attention"), "fa2");
+  EXPECT_THAT(r.err, Not(HasSubstr("kernel.attention")));  // not a choice made for the user
+  // Volta has no default: init says so, naming the key --kernel sets.
+  const auto v = run_cli("init v --model llama3-8b --cluster v100-dgx1-1x8 --seq-len 64k -o -");
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_THAT(v.err, HasSubstr("no attention kernel is shipped for volta GPUs"));
+  const auto bad = run_cli("init v --model llama3-8b --cluster v100-dgx1-1x8 --seq-len 64k --kernel nope -o -");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--kernel: unknown kernel \"nope\""));
 }
 
 TEST(CliInit, BadInputIsOneLineNamingTheFlagAndNoFile) {

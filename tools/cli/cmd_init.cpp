@@ -70,6 +70,9 @@ void register_init(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--seq-len", o->request.seq_len, "Tokens per sequence: 131072, 128k, 1M")->required();
   cmd->add_option("--pattern", o->request.pattern, "An attention mask under configs/patterns/")->capture_default_str();
+  cmd->add_option("--kernel", o->request.kernel,
+                  "The attention kernel under configs/kernels/ (default: FlashAttention-2 on Ampere, -3 on Hopper, "
+                  "block_sparse for vertical-slash masks)");
   cmd->add_option("--out,-o", o->out, "Write the experiment here (default NAME.json; - = standard output)");
   cmd->add_flag("--force", o->force, "Replace the file when it exists");
   cmd->add_option("--configs", o->config_dirs,
