@@ -14,8 +14,28 @@
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/schedule/schedule_file.hpp"
 #include "traces/chrome_trace.hpp"
+#include "traces/kineto.hpp"
+#include "traces/text_file.hpp"
 
 namespace rm::calibrate {
+
+namespace {
+
+// A PyTorch profiler trace is the likeliest wrong file: say what it is and what reads it.
+void refuse_kineto(const std::string& path) {
+  std::string text;
+  try {
+    text = traces::read_text_file(path);
+  } catch (const std::exception&) {
+    return;  // the reader's own error says why
+  }
+  if (traces::looks_like_kineto(text))
+    throw ConfigError(fmt::format("{}: this is a PyTorch profiler (Kineto) trace; calibrate reads the measured "
+                                  "Timelines ringmaster-run --trace writes (see `ringmaster replay` for Kineto traces)",
+                                  path));
+}
+
+}  // namespace
 
 Run load_run(const std::string& schedule_path, const std::string& measured_path, const ConfigStore& store) {
   Run r;
@@ -24,13 +44,19 @@ Run load_run(const std::string& schedule_path, const std::string& measured_path,
     auto loaded = pipeline::load_schedule_file(schedule_path, store);
     r.schedule = std::move(loaded.schedule);
     r.experiment = std::move(loaded.experiment);
-    r.measured = traces::read_chrome_trace(measured_path);
   } catch (const ConfigError&) {
     throw;
   } catch (const std::exception& e) {
     throw ConfigError(e.what());  // the readers name the file
   }
-  check_run(r);
+  try {
+    r.measured = traces::read_chrome_trace(measured_path);
+    check_run(r);
+  } catch (const std::exception& e) {
+    refuse_kineto(measured_path);
+    if (dynamic_cast<const ConfigError*>(&e)) throw;
+    throw ConfigError(e.what());
+  }
   return r;
 }
 

@@ -11,6 +11,10 @@ const EnumName<IntraKind> kIntraKinds[] = {{IntraKind::nvswitch, "nvswitch"}, {I
 const EnumName<FabricKind> kFabricKinds[] = {{FabricKind::single_switch, "single_switch"},
                                              {FabricKind::leaf_spine, "leaf_spine"},
                                              {FabricKind::rail_optimized, "rail_optimized"}};
+const EnumName<GpuArch> kArchs[] = {{GpuArch::volta, "volta"},
+                                    {GpuArch::ampere, "ampere"},
+                                    {GpuArch::hopper, "hopper"},
+                                    {GpuArch::cpu, "cpu"}};
 
 LinkSpec parse_link_GBps(const JsonReader& r) {
   LinkSpec l;
@@ -21,12 +25,15 @@ LinkSpec parse_link_GBps(const JsonReader& r) {
 }
 }  // namespace
 
+const char* to_string(GpuArch a) { return a == GpuArch::unknown ? "unknown" : name_of(kArchs, a); }
+
 Cluster parse_cluster(const JsonReader& r) {
   Cluster c;
   c.name = r.str("name");
   {
     auto g = r.object("gpu");
     c.gpu.model = g.str("model");
+    c.gpu.arch = g.has("arch") ? g.enum_of("arch", kArchs) : GpuArch::unknown;
     c.gpu.memory_GB = g.number("memory_GB", 1, 1e5);
     c.gpu.peak_tflops_bf16 = g.number("peak_tflops_bf16", 1e-3, 1e6);  // CPU "GPUs" (the runtime's cpu backend) reach ~0.2
     c.gpu.hbm_bandwidth_GBps = g.number("hbm_bandwidth_GBps", 1, 1e6);

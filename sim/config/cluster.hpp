@@ -11,8 +11,15 @@
 
 namespace rm {
 
+// The GPU's generation: which attention kernels run on it (FlashAttention-2 needs
+// Ampere or newer, FlashAttention-3 Hopper), so which one an experiment gets
+// when it names none (sim/config/kernel_default.hpp). cpu: the runtime's CPU backend.
+enum class GpuArch { unknown, volta, ampere, hopper, cpu };
+const char* to_string(GpuArch a);
+
 struct GpuSpec {
   std::string model;
+  GpuArch arch = GpuArch::unknown;  // gpu.arch; unknown when the file names none
   double memory_GB = 0;
   double peak_tflops_bf16 = 0;
   double hbm_bandwidth_GBps = 0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sim/config/json_reader.hpp"
+#include "sim/config/kernel_default.hpp"
 
 namespace rm {
 
@@ -40,12 +41,23 @@ const char* to_string(GradDtype d) { return name_of(kGradDtypes, d); }
 const char* to_string(RingOrder o) { return name_of(kRingOrders, o); }
 std::optional<Partition> partition_from_string(std::string_view s) { return value_of(kPartitions, s); }
 
+std::string pattern_name(const Workload& w) {
+  return w.pattern.is_object() && w.pattern.contains("name") && w.pattern["name"].is_string()
+             ? w.pattern["name"].get<std::string>()
+             : w.pattern_source;
+}
+
+std::string pattern_kind(const Workload& w) {
+  // The sparsity model checks the kind when it reads the pattern; here it only picks defaults.
+  return w.pattern.is_object() && w.pattern.contains("kind") && w.pattern["kind"].is_string()
+             ? w.pattern["kind"].get<std::string>()
+             : "unknown";
+}
+
 nlohmann::json summary_json(const Experiment& e) {
   const Workload& w = e.workload;
   const Parallel& p = e.parallel;
-  const std::string pattern = w.pattern.is_object() && w.pattern.contains("name") && w.pattern["name"].is_string()
-                                  ? w.pattern["name"].get<std::string>()
-                                  : w.pattern_source;
+  const std::string pattern = pattern_name(w);
   return {{"name", e.name},
           {"source", e.source},
           {"cluster", e.cluster.name},
@@ -203,6 +215,12 @@ std::string parallel_refusal(const Experiment& e) {
                                int64_t(P.cp) * P.hp * P.tp, e.workload.seq_len));
   }
   const int64_t S = e.workload.seq_len;
+  // Every partition first splits the sequence into cp*hp equal shares: a cp that
+  // does not divide is named as cp, before any partition's finer unit.
+  if (S % (int64_t(P.cp) * P.hp) != 0)
+    return p.fail("cp", fmt::format("each context rank holds workload.seq_len/(cp*hp) tokens: expected cp*hp to divide "
+                                    "{}, got cp*hp = {}*{}",
+                                    S, P.cp, P.hp));
   int64_t unit = 0;  // what the partition needs the sequence divisible by
   const char* why = "";
   switch (P.partition) {
@@ -243,6 +261,39 @@ Experiment load_experiment(const ConfigStore& store, const std::string& file,
                                      : store.load("experiments", file, "experiment");
   for (const auto& o : overrides) apply_override(loaded.json, o, store, loaded.base_dir);
   return parse_experiment(std::move(loaded.json), loaded.source, loaded.base_dir, store);
+}
+
+nlohmann::json override_bases(const ConfigStore& store, const std::string& file,
+                              const std::vector<std::string>& overrides) {
+  LoadedConfig loaded = file.empty() ? store.load("experiments", kDefaultExperiment, "default experiment")
+                                     : store.load("experiments", file, "experiment");
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& o : overrides) {
+    const size_t eq = o.find('=');
+    if (eq == std::string::npos || eq == 0) continue;  // load_experiment refuses it
+    const std::string path = o.substr(0, eq);
+    const nlohmann::json* node = &loaded.json;
+    nlohmann::json inlined;  // a named part on the way, loaded
+    std::vector<std::string> walked;
+    for (size_t start = 0; node;) {
+      const size_t dot = path.find('.', start);
+      const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      if (!node->is_object() || !node->contains(key)) {
+        node = nullptr;
+        break;
+      }
+      walked.push_back(key);
+      node = &(*node)[key];
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+      if (const NamedRef* r = ref_at(walked); r && node->is_string()) {
+        inlined = store.load(r->kind, node->get<std::string>(), "--set " + o, loaded.base_dir).json;
+        node = &inlined;
+      }
+    }
+    out[path] = node ? *node : nlohmann::json();
+  }
+  return out;
 }
 
 Experiment parse_experiment(nlohmann::json j, const std::string& source, const std::string& base_dir,
@@ -296,6 +347,10 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
     e.parallel.cp = static_cast<int>(p.integer_or("cp", 1, 1 << 20, 1));
     e.parallel.partition = p.enum_or("partition", kPartitions, Partition::zigzag);
     e.parallel.stripe_tokens = p.has("stripe_tokens") ? p.size("stripe_tokens", 1, int64_t(1) << 30) : 128;
+    // Ulysses is no ring: it is what head parallelism with one context rank runs.
+    if (p.has("ring") && p.raw()["ring"] == "ulysses")
+      p.fail("ring", "ulysses is not a ring kind: Ulysses (all-to-all) is parallel.hp > 1 with parallel.cp = 1 "
+                     "(hp a divisor of the model's heads); rings are ring, double_ring, hierarchical");
     e.parallel.ring = p.enum_or("ring", kRings, RingKind::ring);
     e.parallel.window = static_cast<int>(p.integer_or("window", 1, 1 << 20, 1));
     e.parallel.placement = p.enum_or("placement", kPlacements, PlacementOrder::head_first);
@@ -314,13 +369,21 @@ Experiment parse_experiment(nlohmann::json j, const std::string& source, const s
     // kernel.attention: a kernel name under configs/kernels/ or an inline table.
     if (!r.has("kernel")) j["kernel"] = nlohmann::json::object();
     auto k = r.object("kernel");
-    if (!k.has("attention")) j["kernel"]["attention"] = kDefaultAttentionKernel;
+    const std::string kind = pattern_kind(e.workload);
+    if (k.has("attention")) {
+      e.kernel_choice = "named by the experiment";
+    } else {
+      KernelDefault d = default_attention_kernel(e.cluster.gpu, kind, cluster_src);
+      j["kernel"]["attention"] = d.kernel;
+      e.kernel_choice = std::move(d.why);
+    }
     auto [kernel_src, kernel_dir] = load_part(j["kernel"]["attention"], kRefs[3], "kernel.attention");
     e.kernel = parse_attention_kernel(
         JsonReader(j["kernel"]["attention"], fmt::format("{} (kernel.attention, cluster {})", kernel_src, e.cluster.name)),
         e.cluster.gpu);
     k.value("attention");
     k.finish();
+    if (auto w = kernel_mask_warning(e.kernel.name, e.cluster.gpu, kind)) e.warnings.push_back(*std::move(w));
   }
   e.scope = r.enum_or("scope", kScopes, Scope::step);
   // Layers differ in sparsity: the narrow scopes can look at any one of them.

@@ -82,6 +82,8 @@ struct Experiment {
   Workload workload;
   Parallel parallel;
   AttentionKernel kernel;  // kernel.attention, its entry for the cluster's GPU
+  std::string kernel_choice;  // "named by the experiment", or why the default (sim/config/kernel_default.hpp)
+  std::vector<std::string> warnings;  // one line each, for stderr: e.g. a dense mask on block_sparse
   Scope scope = Scope::step;
   int scope_layer = 0;  // the decoder layer that attention_fwd, attention_fwd_bwd and layer scopes simulate
   nlohmann::json resolved;  // the whole experiment with cluster, model and pattern inlined
@@ -93,8 +95,9 @@ struct Experiment {
 // can be traced to its inputs. Adds gpus_used and gpus_in_cluster.
 nlohmann::json summary_json(const Experiment& e);
 
-// The attention kernel when an experiment names none: MTraining's (the seeds' default).
-inline constexpr const char* kDefaultAttentionKernel = "block_sparse";
+// The pattern's name (its "name", else where it came from) and its kind ("dense_causal", ...).
+std::string pattern_name(const Workload& w);
+std::string pattern_kind(const Workload& w);
 
 // The name of the experiment embedded as the default (configs/experiments/).
 inline constexpr const char* kDefaultExperiment = "mtraining-qwen2.5-3b-512k";
@@ -105,6 +108,13 @@ inline constexpr const char* kDefaultExperiment = "mtraining-qwen2.5-3b-512k";
 // "cluster.nodes=2" works when cluster is a name.
 void apply_override(nlohmann::json& experiment, const std::string& assignment, const ConfigStore& store,
                     const std::string& base_dir);
+
+// For each override's key, the value it replaced: what `file` (or the embedded
+// default) holds there before any override, named parts on the way inlined;
+// null where the file has no such key (the parser's default applies). What
+// `diff` shows for a run of the same file that did not set the key.
+nlohmann::json override_bases(const ConfigStore& store, const std::string& file,
+                              const std::vector<std::string>& overrides);
 
 // Loads `file` (or the embedded default when empty), applies overrides in order and validates.
 Experiment load_experiment(const ConfigStore& store, const std::string& file,

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/config/nearest_name.hpp"
 #include "traces/json_text.hpp"
 #include "traces/text_file.hpp"
 #include "traces/trace_error.hpp"
@@ -186,7 +187,8 @@ void JsonReader::finish() const {
   for (auto it = j_->begin(); it != j_->end(); ++it) {
     if (!used_.count(it.key())) {
       if (it.key().rfind("_comment", 0) == 0 || it.key() == "description") continue;  // documentation keys
-      fail(it.key(), "unknown key");
+      // The keys this reader asked for are the ones it knows: the nearest is the likely typo.
+      fail(it.key(), "unknown key" + did_you_mean(it.key(), {used_.begin(), used_.end()}));
     }
   }
 }

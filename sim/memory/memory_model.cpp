@@ -180,6 +180,25 @@ MemoryReport estimate_memory(const Experiment& e) {
   r.peak_bytes = std::max(r.loss_bytes, r.layer_backward_bytes);
   r.capacity_bytes = std::llround(e.cluster.gpu.memory_GB * 1e9);
   r.oom = r.peak_bytes > r.capacity_bytes;
+
+  // What a narrow scope holds: the attention of one layer (its Q, K|V, O, LSE, the
+  // ring's slots and partials, the index, the exchange staging), and for scope layer
+  // that layer's weights, gradients and activations; never the optimizer or other layers.
+  r.scope = e.scope;
+  const int64_t fwd_ring = t.kv_slots + t.fwd_partials + t.index;
+  const int64_t fwd_bwd_ring = attention - indices + t.index;
+  int64_t held = 0;
+  switch (e.scope) {
+    case Scope::attention_fwd: held = attn_kept + fwd_ring + t.exchange; break;
+    case Scope::attention_fwd_bwd: held = attn_kept + t.dkv + fwd_bwd_ring + t.exchange; break;
+    case Scope::layer:
+      held = 2 * t.layer_params * kBf16Bytes + t.x + t.dense_rest + attn_kept + t.o_seq + t.dense_grads + t.dkv +
+             fwd_bwd_ring + t.exchange;
+      break;
+    case Scope::step: break;
+  }
+  r.scope_bytes = e.scope == Scope::step ? r.peak_bytes : held + std::llround(frag * double(held)) + context;
+  r.scope_oom = r.scope_bytes > r.capacity_bytes;
   return r;
 }
 
@@ -192,7 +211,10 @@ nlohmann::json to_json(const MemoryReport& r) {
           {"shortfall_GB", double(r.shortfall_bytes()) / 1e9},
           {"peak_at", to_string(r.peak_at)},
           {"moments", {{"loss", double(r.loss_bytes) / 1e9}, {"layer_backward", double(r.layer_backward_bytes) / 1e9}}},
-          {"terms", terms}};
+          {"terms", terms},
+          {"scope", to_string(r.scope)},
+          {"scope_GB", double(r.scope_bytes) / 1e9},
+          {"scope_oom", r.scope_oom}};
 }
 
 std::string to_text(const MemoryReport& r) {
@@ -204,9 +226,16 @@ std::string to_text(const MemoryReport& r) {
     verdict = fmt::format("OUT OF MEMORY by {:.2f} GB, the largest term {} {:.2f} GB",
                           double(r.shortfall_bytes()) / 1e9, big->name, double(big->bytes) / 1e9);
   }
-  std::string out = fmt::format("memory/GPU     {:.2f} GB of {:.2f} GB: {} (peak at the {})\n", r.peak_GB(),
-                                r.capacity_GB(), verdict,
-                                r.peak_at == Moment::loss ? "loss" : "last layer's backward");
+  std::string out;
+  if (r.scope != Scope::step)  // first what this run holds; the step's figure below is for planning
+    out += fmt::format("memory/GPU     {:.2f} GB of {:.2f} GB held by scope {}: {}\n", double(r.scope_bytes) / 1e9,
+                       r.capacity_GB(), to_string(r.scope),
+                       r.scope_oom ? fmt::format("OUT OF MEMORY by {:.2f} GB",
+                                                 double(r.scope_bytes - r.capacity_bytes) / 1e9)
+                                   : std::string("fits"));
+  out += fmt::format("{}{:.2f} GB of {:.2f} GB: {} (peak at the {})\n",
+                     r.scope == Scope::step ? "memory/GPU     " : "a whole step   ", r.peak_GB(), r.capacity_GB(),
+                     verdict, r.peak_at == Moment::loss ? "loss" : "last layer's backward");
   std::string line;
   for (const Term& t : r.terms) {
     if (t.bytes == 0) continue;

@@ -54,6 +54,12 @@ struct MemoryReport {
   int64_t peak_bytes = 0;            // max of the two
   int64_t capacity_bytes = 0;        // cluster gpu.memory_GB
   bool oom = false;                  // peak_bytes > capacity_bytes
+  // A narrow scope (attention_fwd, attention_fwd_bwd, layer) runs far less than the
+  // step above: what that scope alone holds (its tensors and buffers, no optimizer,
+  // no other layer, plus the allowances) and whether it fits. For scope step, the peak.
+  Scope scope = Scope::step;
+  int64_t scope_bytes = 0;
+  bool scope_oom = false;
 
   int64_t term(std::string_view name) const;  // bytes of a term at the peak; 0 when not a term name
   int64_t shortfall_bytes() const { return peak_bytes > capacity_bytes ? peak_bytes - capacity_bytes : 0; }
@@ -95,7 +101,7 @@ Tensors tensors(const Experiment& e);
 MemoryReport estimate_memory(const Experiment& e);
 
 // {"peak_GB", "capacity_GB", "oom", "shortfall_GB", "peak_at", "moments": {"loss", "layer_backward"},
-//  "terms": {name: GB, ...}} with GB = 1e9 bytes.
+//  "terms": {name: GB, ...}, "scope", "scope_GB", "scope_oom"} with GB = 1e9 bytes.
 nlohmann::json to_json(const MemoryReport& r);
 // A few lines: peak of capacity (fits / OUT OF MEMORY by), when, and the terms.
 std::string to_text(const MemoryReport& r);

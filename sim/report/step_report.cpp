@@ -140,6 +140,7 @@ void fill_figures(StepReport& r, const Experiment& e, int ranks, int replicas, d
   // (schedule.hpp, ReplicaSymmetry): GPUs and FLOPs count all of them.
   r.gpus = ranks * replicas;
   r.step_time_s = step_time_s;
+  r.scope = e.scope;
   r.model_flops = cost::model_flops(e, mask_attention_fwd_flops * replicas).total();
   r.dense_causal_model_flops = cost::dense_causal_model_flops(e).total();
   if (r.model_flops > 0) r.dense_equivalent_speedup = r.dense_causal_model_flops / r.model_flops;
@@ -275,7 +276,15 @@ std::string to_text(const StepReport& r) {
   const Unit secs = unit_for(r.step_time_s);
   std::string out;
   out += fmt::format("step time      {}\n", secs(r.step_time_s));
-  out += fmt::format("tokens/s       {:.0f}\n", r.tokens_per_s);
+  // A narrow scope's tokens/s is the rate of what it holds, not a training throughput: say which.
+  if (r.scope == Scope::step)
+    out += fmt::format("tokens/s       {:.0f}\n", r.tokens_per_s);
+  else
+    out += fmt::format("tokens/s       {:.0f} per {} (scope {}: not a training throughput)\n", r.tokens_per_s,
+                       r.scope == Scope::layer ? "layer (forward and backward)"
+                       : r.scope == Scope::attention_fwd ? "attention call (forward)"
+                                                         : "attention call (forward and backward)",
+                       to_string(r.scope));
   out += fmt::format("MFU            {:.1f}% ({:.3g} model FLOPs of the mask's non-zeros on {} GPUs)\n", 100 * r.mfu,
                      r.model_flops, r.gpus);
   out += fmt::format("HFU            {:.1f}% ({:.3g} FLOPs executed: whole tiles, recomputation)\n", 100 * r.hfu,

@@ -52,6 +52,7 @@ struct StepReport {
   // for the other scopes the rate of the one layer (or its attention) the
   // Schedule holds over the whole batch — not a training throughput.
   double tokens_per_s = 0;
+  Scope scope = Scope::step;  // what one "step" is: the text labels tokens/s by it
   // FLOPs (sim/cost/model_flops.hpp) over the peak of the step: step time x gpus x peak bf16.
   double model_flops = 0;               // the scope by the MFU convention, attention over the mask's non-zeros
   double dense_causal_model_flops = 0;  // the same with dense causal attention

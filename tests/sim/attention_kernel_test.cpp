@@ -164,16 +164,63 @@ TEST(KernelTable, SwitchingFa2ToFa3ScalesAttentionOpsByTheRatioOfTheirEntries) {
   EXPECT_DOUBLE_EQ(m2.attention_tflops(false, true, 2048) / m3.attention_tflops(false, true, 2048), 298.0 / 521.0);
 }
 
-TEST(KernelTable, ExperimentsNameTheirKernelAndDefaultToMTrainings) {
+TEST(KernelTable, ExperimentsNameTheirKernelElseGetTheDefaultOfMaskAndGpu) {
   EXPECT_EQ(load_experiment(store(), "").kernel.name, "block_sparse");
+  EXPECT_EQ(load_experiment(store(), "").kernel_choice, "named by the experiment");
   EXPECT_EQ(load_experiment(store(), "loongtrain-llama2-7b-1m").kernel.name, "fa2");
   auto j = store().load("experiments", "mtraining-qwen2.5-3b-512k", "test").json;
   j.erase("kernel");
-  EXPECT_EQ(parse_experiment(j, "x.json", "", store()).kernel.name, kDefaultAttentionKernel);
+  // A vertical-slash mask on A100s: MTraining's block-sparse kernel.
+  const Experiment vs = parse_experiment(j, "x.json", "", store());
+  EXPECT_EQ(vs.kernel.name, "block_sparse");
+  EXPECT_NE(vs.kernel_choice.find("vertical_slash mask on ampere"), std::string::npos) << vs.kernel_choice;
+  // Dense and document masks: FlashAttention-2 on Ampere, FlashAttention-3 on Hopper.
+  for (const char* pattern : {"dense-causal", "document-causal", "sliding-window"}) {
+    auto d = j;
+    d["workload"]["pattern"] = pattern;
+    EXPECT_EQ(parse_experiment(d, "x.json", "", store()).kernel.name, "fa2") << pattern;
+    d["cluster"] = "h100-8x8-ndr";
+    EXPECT_EQ(parse_experiment(d, "x.json", "", store()).kernel.name, "fa3") << pattern;
+  }
+  auto cpu = store().load("experiments", "runtime-tiny-sparse", "test").json;
+  cpu.erase("kernel");
+  EXPECT_EQ(parse_experiment(cpu, "x.json", "", store()).kernel.name, "cpu_reference");
   EXPECT_EQ(summary_json(load_experiment(store(), "", {"kernel.attention=fa2", "workload.pattern=dense-causal"}))
                 .at("kernel")
                 .at("attention"),
             "fa2");
+}
+
+TEST(KernelTable, AGpuOfNoKnownGenerationNeedsANamedKernel) {
+  auto j = store().load("experiments", "rfa-llama3-8b-64k-a100", "test").json;
+  j.erase("kernel");
+  j["cluster"] = store().load("clusters", "a100-80g-1x8", "test").json;
+  j["cluster"]["gpu"].erase("arch");
+  try {
+    (void)parse_experiment(j, "x.json", "", store());
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("$.gpu.arch: missing"), std::string::npos) << e.what();
+  }
+  j["kernel"] = {{"attention", "fa2"}};
+  EXPECT_EQ(parse_experiment(j, "x.json", "", store()).kernel.name, "fa2");
+  j["cluster"] = "v100-dgx1-1x8";
+  j.erase("kernel");
+  try {
+    (void)parse_experiment(j, "x.json", "", store());
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("no attention kernel is shipped for volta GPUs"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(KernelTable, ADenseMaskOnTheBlockSparseKernelWarnsOnce) {
+  const Experiment dense = load_experiment(store(), "", {"workload.pattern=dense-causal"});
+  ASSERT_EQ(dense.warnings.size(), 1u);
+  EXPECT_NE(dense.warnings[0].find("--set kernel.attention=fa2"), std::string::npos) << dense.warnings[0];
+  EXPECT_TRUE(load_experiment(store(), "").warnings.empty());  // vertical-slash on block_sparse: its kernel
+  EXPECT_TRUE(load_experiment(store(), "", {"workload.pattern=dense-causal", "kernel.attention=fa2"}).warnings.empty());
 }
 
 std::string load_error(const std::vector<std::string>& overrides) {

@@ -152,6 +152,19 @@ TEST(Configs, BadInputNamesTheField) {
               HasSubstr("$.parallel.colour: unknown key"));
   EXPECT_THAT(config_error_of([&] { load_experiment(store, "", {"parallel.ring=spiral"}); }),
               HasSubstr("$.parallel.ring: expected one of ring, double_ring, hierarchical"));
+  // A mistyped key is answered with the nearest key the reader knows.
+  EXPECT_THAT(config_error_of([&] { load_experiment(store, "", {"parallel.partiton=zigzag"}); }),
+              HasSubstr("$.parallel.partiton: unknown key (did you mean \"partition\"?)"));
+  EXPECT_THAT(config_error_of([&] { load_experiment(store, "", {"workload.seq_length=128k"}); }),
+              HasSubstr("(did you mean \"seq_len\"?)"));
+  // Ulysses is head parallelism, not a ring kind: the error says how to ask for it.
+  EXPECT_THAT(config_error_of([&] { load_experiment(store, "", {"parallel.ring=ulysses"}); }),
+              HasSubstr("$.parallel.ring: ulysses is not a ring kind: Ulysses (all-to-all) is parallel.hp > 1 with "
+                        "parallel.cp = 1"));
+  // A cp that does not divide the sequence is named as cp, not as the stripe width.
+  EXPECT_THAT(config_error_of([&] { load_experiment(store, "", {"parallel.cp=24"}); }),
+              HasSubstr("$.parallel.cp: each context rank holds workload.seq_len/(cp*hp) tokens: expected cp*hp to "
+                        "divide 524288, got cp*hp = 24*1"));
   EXPECT_THAT(config_error_of([&] { load_experiment(store, "", {"cluster.gpu.memory_GB=\"lots\""}); }),
               HasSubstr("$.gpu.memory_GB: expected a number"));
   EXPECT_THAT(config_error_of([&] { load_experiment(store, "/nonexistent/exp.json"); }),

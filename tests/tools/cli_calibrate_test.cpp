@@ -135,6 +135,15 @@ TEST(CliCalibrate, BadInputIsOneLineExitTwoAndNoOutput) {
     expect_refused("calibrate --run '" + (d / "s.json.gz").string() + "=" + (d / "m.json").string() + "'", d, "m.json");
   }
   {
+    // A PyTorch profiler trace given as the measured Timeline: named for what it is.
+    const fs::path d = fresh("kineto");
+    fs::copy_file(kData + "/" + name + ".schedule.json.gz", d / "s.json.gz");
+    std::ofstream(d / "rank0.json") << R"({"schemaVersion": 1, "deviceProperties": [], "traceEvents": [)"
+                                       R"({"ph": "X", "cat": "kernel", "name": "flash_fwd", "pid": 0, "tid": 7, "ts": 1, "dur": 2}]})";
+    expect_refused("calibrate --run '" + (d / "s.json.gz").string() + "=" + (d / "rank0.json").string() + "'", d,
+                   "this is a PyTorch profiler (Kineto) trace");
+  }
+  {
     const fs::path d = fresh("none");
     expect_refused("calibrate", d, "no runs");
     expect_refused("calibrate --run nothing-here", d, "expected SCHEDULE=MEASURED");

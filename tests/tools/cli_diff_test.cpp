@@ -106,7 +106,8 @@ TEST(CliDiff, ShowsTheChangedInputAndThatTheStepDidNotMove) {
   ASSERT_EQ(js.exit_code, 0) << js.err;
   const auto d = nlohmann::json::parse(js.out);
   ASSERT_EQ(d.at("inputs").size(), 1u);
-  EXPECT_EQ(d.at("inputs")[0], nlohmann::json({{"key", "--set cluster.nic.bandwidth_Gbps"}, {"a", "-"}, {"b", "800"}}));
+  // A ran the cluster file's 200 Gb/s NICs: the value the override replaced, not "-".
+  EXPECT_EQ(d.at("inputs")[0], nlohmann::json({{"key", "--set cluster.nic.bandwidth_Gbps"}, {"a", "200"}, {"b", "800"}}));
   EXPECT_EQ(d.at("figures")[0].at("name"), "step_time_s");
   EXPECT_EQ(d.at("figures")[0].at("change").get<double>(), 0.0);
   // The NIC ports run emptier at four times the rate; nothing else moved.

@@ -24,6 +24,8 @@ std::string invoke(const std::string& cmd) { return cmd == "sweep" ? cmd + " --g
 const std::vector<std::string> kFileCommands{"calibrate", "compare", "diff", "replay"};
 // Commands that read a framework's settings over an experiment (--json and --configs; they need those settings).
 const std::vector<std::string> kImportCommands{"import"};
+// Commands that write an experiment from flags (no experiment in, --configs for the names they take).
+const std::vector<std::string> kStartCommands{"init"};
 
 // A config folder holding a small experiment "tiny" (2 layers, 16K tokens on
 // one 8-GPU node, attention forward), so a run that silently fell back to the
@@ -117,6 +119,7 @@ TEST(CliOptions, HelpListsCommandsThatRunAndEachHasJson) {
   std::vector<std::string> all = kCommands;
   all.insert(all.end(), kFileCommands.begin(), kFileCommands.end());
   all.insert(all.end(), kImportCommands.begin(), kImportCommands.end());
+  all.insert(all.end(), kStartCommands.begin(), kStartCommands.end());
   std::sort(all.begin(), all.end());
   EXPECT_EQ(listed, all);
   for (const auto& cmd : listed) {

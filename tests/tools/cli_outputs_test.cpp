@@ -64,6 +64,7 @@ const std::vector<OutputFlag> kOutputFlags = {
     {"simulate runtime-tiny-ring --emit experiment", "--emit-file"},
     {"plan runtime-tiny-ring --engine-confirm none --gpus 4 --emit megatron", "-o"},
     {"import megatron --args '--num-layers 2'", "-o"},
+    {"init job --model llama3-8b --cluster h100-8x8-ndr --seq-len 128k", "-o"},
 };
 
 TEST_F(CliOutputs, EveryOutputFlagRefusesADestinationThatCannotBeWrittenWithExit2) {

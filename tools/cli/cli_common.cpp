@@ -33,6 +33,30 @@ CLI::Option* add_output_option(CLI::App* cmd, const std::string& flags, std::str
   return cmd->add_option(flags, path, help)->check(writable);
 }
 
+std::string setup_words(const Experiment& e) {
+  // Framework profiles (configs/frameworks/) do not exist yet: none is ever in effect.
+  return fmt::format("pattern {} ({}), attention kernel {}, framework profile none", pattern_name(e.workload),
+                     pattern_kind(e.workload), e.kernel.name);
+}
+
+namespace {
+std::vector<std::string>& pending_warnings() {
+  static std::vector<std::string> w;
+  return w;
+}
+}  // namespace
+
+Experiment ExperimentOptions::load() const {
+  Experiment e = load_experiment(store(), file, sets);
+  for (const auto& w : e.warnings) pending_warnings().push_back(w);
+  return e;
+}
+
+void print_warnings() {
+  for (const auto& w : pending_warnings()) std::fprintf(stderr, "ringmaster: warning: %s\n", w.c_str());
+  pending_warnings().clear();
+}
+
 std::string experiment_header(const Experiment& e) {
   const nlohmann::json j = summary_json(e);
   auto keys = [](const nlohmann::json& o) {
@@ -43,6 +67,7 @@ std::string experiment_header(const Experiment& e) {
   std::string out = fmt::format("experiment {} ({}): model {} on cluster {}, scope {}\n", e.name, e.source,
                                 e.model.name, e.cluster.name, to_string(e.scope));
   out += fmt::format("  workload {}\n  parallel {}\n", keys(j["workload"]), keys(j["parallel"]));
+  out += fmt::format("  {} ({})\n", setup_words(e), e.kernel_choice);
   if (e.parallel.world() < e.cluster.gpus())
     out += fmt::format("  uses {} of the cluster's {} GPUs (dp*tp*hp*cp)\n", e.parallel.world(), e.cluster.gpus());
   return out;

@@ -20,8 +20,13 @@ struct ExperimentOptions {
   bool json = false;
 
   ConfigStore store() const { return ConfigStore(config_dirs); }
-  Experiment load() const { return load_experiment(store(), file, sets); }
+  // Loads the experiment; its warnings wait for print_warnings().
+  Experiment load() const;
 };
+
+// Prints the loaded experiments' warnings on stderr, one line each: main() calls it
+// once the command succeeded, so bad input stays one line of error.
+void print_warnings();
 
 // Adds [EXPERIMENT] --set --configs --json to a subcommand.
 void add_experiment_options(CLI::App* cmd, ExperimentOptions& o);
@@ -32,8 +37,12 @@ void add_experiment_options(CLI::App* cmd, ExperimentOptions& o);
 CLI::Option* add_output_option(CLI::App* cmd, const std::string& flags, std::string& path, const std::string& help);
 
 // The head of a text report: the resolved experiment (every key of
-// summary_json), and a line saying so when it uses fewer GPUs than the cluster has.
+// summary_json), the pattern, attention kernel (and why it was chosen) and
+// framework profile in effect, and a line saying so when it uses fewer GPUs
+// than the cluster has.
 std::string experiment_header(const Experiment& e);
+// "pattern P (kind), attention kernel K, framework profile F": what a report's head names.
+std::string setup_words(const Experiment& e);
 
 // Progress on stderr, only when it is a terminal and output is not JSON.
 class ProgressLine {
@@ -86,6 +95,7 @@ void register_calibrate(CLI::App& app);
 void register_diff(CLI::App& app);
 void register_imbalance(CLI::App& app);
 void register_import(CLI::App& app);
+void register_init(CLI::App& app);
 void register_plan(CLI::App& app);
 void register_replay(CLI::App& app);
 void register_schedule(CLI::App& app);

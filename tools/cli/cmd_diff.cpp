@@ -87,6 +87,23 @@ std::map<std::string, std::string> inputs(const json& j) {
   return out;
 }
 
+// A key run `other` set with --set and run `run` did not: `run` held the value
+// the override replaced (`simulate --json` records it as override_bases), when
+// both ran the same experiment file and `run` overrode no part above that key.
+void fill_bases(std::map<std::string, std::string>& mine, const std::map<std::string, std::string>& theirs,
+                const json& run, const json& other) {
+  if (!other.contains("override_bases") || !other["override_bases"].is_object()) return;
+  if (run["experiment"].value("source", "") != other["experiment"].value("source", "")) return;
+  for (const auto& [key, base] : other["override_bases"].items()) {
+    const std::string k = "--set " + key;
+    if (!theirs.count(k) || mine.count(k) || base.is_null()) continue;  // only the keys shown as --set
+    bool above = false;  // e.g. run set cluster=..., other set cluster.nodes
+    if (run.contains("overrides") && run["overrides"].is_object())
+      for (const auto& [mk, mv] : run["overrides"].items()) above = above || key == mk || key.starts_with(mk + ".");
+    if (!above) mine[k] = base.is_string() ? base.get<std::string>() : base.dump();
+  }
+}
+
 struct Row {
   std::string name;
   std::optional<double> a, b;
@@ -186,7 +203,9 @@ void run(const Options& o) {
   const json a = read_simulate_json(o.a), b = read_simulate_json(o.b);
 
   // Inputs: every key either run has, where the two differ.
-  const auto ia = inputs(a), ib = inputs(b);
+  auto ia = inputs(a), ib = inputs(b);
+  fill_bases(ia, ib, a, b);
+  fill_bases(ib, ia, b, a);
   std::set<std::string> keys;
   for (const auto& [k, v] : ia) keys.insert(k);
   for (const auto& [k, v] : ib) keys.insert(k);

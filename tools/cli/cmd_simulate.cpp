@@ -58,6 +58,8 @@ void print_report(const Options& o, const Experiment& e, const report::StepRepor
     for (const std::string& set : o.exp.sets)
       if (const size_t eq = set.find('='); eq != std::string::npos) overrides[set.substr(0, eq)] = set.substr(eq + 1);
     j["overrides"] = overrides;
+    // What each override replaced, so `diff` against a run without it shows the value it had.
+    if (o.schedule_file.empty()) j["override_bases"] = override_bases(o.exp.store(), o.exp.file, o.exp.sets);
     j["engine"] = o.engine;
     j["generator"] = generator;
     j["ops"] = ops;

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "sim/search/evaluate.hpp"
@@ -82,8 +83,18 @@ std::string number(const nlohmann::ordered_json& v, const char* format) {
   return v.is_number() ? fmt::format(fmt::runtime(format), v.get<double>()) : std::string("-");
 }
 
+// The pattern, kernel and framework of the points, each distinct setup once
+// (a grid over workload.pattern or the cluster may change the kernel).
+std::string point_setups(const std::vector<search::GridPoint>& points) {
+  std::vector<std::string> seen;
+  for (const auto& p : points)
+    if (p.experiment && std::find(seen.begin(), seen.end(), setup_words(*p.experiment)) == seen.end())
+      seen.push_back(setup_words(*p.experiment));
+  return fmt::format("{}", fmt::join(seen, "; "));
+}
+
 std::string text_report(const search::Grid& grid, const std::vector<nlohmann::ordered_json>& rows,
-                        const std::string& engine, const std::string& out) {
+                        const std::string& engine, const std::string& setups, const std::string& out) {
   std::vector<std::string> header{"point"};
   for (const auto& a : grid.axes()) header.push_back(a.key);
   for (const char* h : {"step", "tokens/s", "MFU", "HFU", "imbalance", "compute", "exposed comm", "idle", "memory/GPU", "bound by"})
@@ -115,8 +126,10 @@ std::string text_report(const search::Grid& grid, const std::vector<nlohmann::or
   }
   std::string text = fmt::format("sweep: {} points over {} grid key(s), engine {}; imbalance = worker ratio, "
                                  "compute / exposed comm / idle = mean per GPU, "
-                                 "OOM = peak memory above the GPU's\n\n",
+                                 "OOM = peak memory above the GPU's\n",
                                  rows.size(), grid.axes().size(), engine);
+  if (!setups.empty()) text += setups + "\n";
+  text += "\n";
   text += t.str();
   if (streamed > 0)
     text += fmt::format("\n{} of {} points were streamed: too large to hold whole in this machine's memory, "
@@ -175,7 +188,7 @@ void run(const Options& o, const MpiWorld& world) {
     traces::write_standard_output(j.dump(2) + "\n");
     return;
   }
-  if (o.out != "-") traces::write_standard_output(text_report(grid, rows, o.engine, o.out));
+  if (o.out != "-") traces::write_standard_output(text_report(grid, rows, o.engine, point_setups(points), o.out));
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   rm::cli::register_diff(app);
   rm::cli::register_imbalance(app);
   rm::cli::register_import(app);
+  rm::cli::register_init(app);
   rm::cli::register_plan(app);
   rm::cli::register_replay(app);
   rm::cli::register_schedule(app);
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   rm::cli::register_sweep(app);
   try {
     app.parse(argc, argv);
+    rm::cli::print_warnings();
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     // A usage error is bad input like a config error: one line, exit 2.
