@@ -24,6 +24,8 @@ class Nearest {
     field = to;
   }
   [[noreturn]] void refuse(const std::string& why) const;
+  // What the emitter hands back, before its text: f, the layout it runs (e with p) and the changes.
+  Emission emission(Framework f, const Experiment& e) const { return {f, "", with_parallel(e, p), changes}; }
   const std::string& framework() const { return framework_; }
 
  private:

@@ -47,10 +47,7 @@ Emission emit_internevo(const Experiment& e) {
   }
   n.set(p.zero_stage, std::min(p.zero_stage, 1), "zero_stage",
         "its hybrid ZeRO shards the optimizer state (zero1); weight parallelism is not mapped");
-  Emission out;
-  out.framework = Framework::internevo;
-  out.runs = with_parallel(e, p);
-  out.changes = n.changes;
+  Emission out = n.emission(Framework::internevo, e);
   const Parallel& r = out.runs.parallel;
   const Model& m = out.runs.model;
   std::string s = comment_header("#", "InternEvo (LoongTrain) config: parallel, checkpointing and data", out.runs,

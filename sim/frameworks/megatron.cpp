@@ -43,10 +43,7 @@ std::string cp_comm_type(const Parallel& p) {
 
 Emission emit_megatron(const Experiment& e) {
   const Nearest n = megatron_nearest(e, "megatron");
-  Emission out;
-  out.framework = Framework::megatron;
-  out.runs = with_parallel(e, n.p);
-  out.changes = n.changes;
+  Emission out = n.emission(Framework::megatron, e);
   const Parallel& p = out.runs.parallel;
   const Model& m = out.runs.model;
   const Workload& w = out.runs.workload;

@@ -43,10 +43,7 @@ Emission emit_mtraining(const Experiment& e) {
   }
   n.set(p.checkpoint, Checkpoint::full, "checkpoint", "its released script recomputes every decoder layer");
   n.set(p.zero_stage, 1, "zero_stage", "its released script runs ZeRO-1");
-  Emission out;
-  out.framework = Framework::mtraining;
-  out.runs = with_parallel(e, p);
-  out.changes = n.changes;
+  Emission out = n.emission(Framework::mtraining, e);
   const Parallel& r = out.runs.parallel;
   const Workload& w = out.runs.workload;
   std::string s = comment_header("#", "MTraining train.py arguments, one per line, and its attention config", out.runs,

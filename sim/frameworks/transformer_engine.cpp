@@ -12,10 +12,7 @@ namespace rm::frameworks {
 
 Emission emit_te(const Experiment& e) {
   const Nearest n = megatron_nearest(e, "te");
-  Emission out;
-  out.framework = Framework::te;
-  out.runs = with_parallel(e, n.p);
-  out.changes = n.changes;
+  Emission out = n.emission(Framework::te, e);
   const Parallel& p = out.runs.parallel;
   const Model& m = out.runs.model;
   std::string s = comment_header("#", "TransformerEngine (transformer_engine.pytorch) attention settings", out.runs,

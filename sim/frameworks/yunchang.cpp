@@ -36,10 +36,7 @@ Emission emit_yunchang(const Experiment& e) {
   }
   if (p.placement == PlacementOrder::interleaved)
     n.set(p.placement, PlacementOrder::context_first, "placement", "no interleaved double-ring windows");
-  Emission out;
-  out.framework = Framework::yunchang;
-  out.runs = with_parallel(e, p);
-  out.changes = n.changes;
+  Emission out = n.emission(Framework::yunchang, e);
   const Parallel& r = out.runs.parallel;
   std::string s = comment_header("#", "yunchang (USP) process groups and attention", out.runs, out.changes);
   s += fmt::format("# launch {} ranks; data parallel = world_size / (ulysses x ring) = {}\n", r.world(), r.dp);

@@ -4,10 +4,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+
+#include <gtest/gtest.h>
 
 namespace rm::test {
 
@@ -51,6 +54,16 @@ inline CliResult run_cli(const std::string& args, const std::string& workdir = "
   r.err = slurp(errfile);
   std::remove(errfile.c_str());
   return r;
+}
+
+// Runs the CLI in `workdir` and expects a refusal: exit code 2, nothing on
+// standard output, one line on standard error, which it returns.
+inline std::string expect_one_line_refusal(const std::string& args, const std::string& workdir) {
+  const auto r = run_cli(args, workdir);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  return r.err;
 }
 
 }  // namespace rm::test

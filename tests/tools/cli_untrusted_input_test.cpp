@@ -42,13 +42,7 @@ class CliUntrusted : public ::testing::Test {
     return name;
   }
   // Runs the CLI in the folder; expects the one-line refusal with exit code 2.
-  static std::string refused(const std::string& args) {
-    const auto r = run_cli(args, dir_->string());
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
-    EXPECT_TRUE(r.out.empty()) << r.out;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    return r.err;
-  }
+  static std::string refused(const std::string& args) { return rm::test::expect_one_line_refusal(args, dir_->string()); }
   static fs::path* dir_;
 };
 fs::path* CliUntrusted::dir_ = nullptr;

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/trace_error_of.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/json_dom_builder.hpp"
 #include "traces/json_text.hpp"
@@ -28,6 +29,7 @@ namespace rm::traces {
 namespace {
 
 using ::testing::HasSubstr;
+using test::trace_error_of;
 using ::testing::Not;
 namespace fs = std::filesystem;
 
@@ -137,15 +139,6 @@ TEST(JsonReading, ParseErrorsGiveThePlaceNotTheBytes) {
   EXPECT_EQ(json_error_reason("[json.exception.parse_error.101] parse error at line 1, column 2: syntax error while "
                               "parsing value - invalid literal; last read: 'ro'; expected end of input"),
             "parse error at line 1, column 2: syntax error while parsing value - invalid literal; expected end of input");
-}
-
-std::string trace_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const TraceError& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 class ReaderFiles : public ::testing::Test {

@@ -15,6 +15,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/support/trace_error_of.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/json_text.hpp"
 #include "traces/text_file.hpp"
@@ -24,6 +25,7 @@ namespace rm::traces {
 namespace {
 
 using ::testing::HasSubstr;
+using test::trace_error_of;
 namespace fs = std::filesystem;
 
 std::string error_of(std::string_view text) {
@@ -62,16 +64,6 @@ TEST(JsonText, NumbersOutOfRangeAndBadTextNameTheInput) {
   EXPECT_THAT(error_of("{\"name\": \"\xff\xfe\"}"), HasSubstr("in.json: not valid JSON"));
   EXPECT_THAT(error_of(R"({"a": })"), HasSubstr("in.json: not valid JSON (parse error at line 1, column 7"));
   EXPECT_EQ(parse_json_checked(R"({"a": [1, 2.5, "x"]})", "in.json")["a"][1], 2.5);
-}
-
-// What a TraceError said, or "(no error)" when `f` threw nothing.
-std::string trace_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const TraceError& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 class Files : public ::testing::Test {
